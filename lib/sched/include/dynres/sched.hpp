@@ -16,16 +16,23 @@ namespace dynres::sched {
 /// Node-count constraint of a job (seed 000 Listing 4.1 --node-constraints).
 enum class Constraint { none, even, odd, pof2, square, cube };
 
-/// Parse "none|even|odd|pof2|square|cube" (also "ncube" for cube).
-/// Returns std::nullopt for anything else.
+/// Parse "none|even|odd|pof2|square|cube" (also "ncube" for cube; exact,
+/// lower case). Returns std::nullopt for anything else; never throws.
+/// Source: seed 000 Listing 4.1 line 7-9 (--node-constraints).
 std::optional<Constraint> parse_constraint(const std::string& s);
+/// Canonical name ("none", "even", "odd", "pof2", "square", "cube"); the
+/// inverse of parse_constraint.
 std::string to_string(Constraint c);
 
-/// True if n >= 1 satisfies c.
+/// True if the node count n (whole nodes) satisfies c. n < 1 is never
+/// admissible. O(1), never throws. Source: seed 000 §4.1 (node constraints:
+/// even, odd, power of two, square, cube — e.g. Lulesh needs a cube).
 bool admissible(Constraint c, int n);
-/// Largest admissible n in [lo, hi], or 0 when none exists.
+/// Largest admissible node count in [lo, hi] (lo is raised to 1), or 0 when
+/// none exists (also when lo > hi). O(1), never throws, no overflow.
 int largest_admissible(Constraint c, int lo, int hi);
-/// Smallest admissible n in [lo, hi], or 0 when none exists.
+/// Smallest admissible node count in [lo, hi] (lo is raised to 1), or 0 when
+/// none exists (also when lo > hi). O(1), never throws, no overflow.
 int smallest_admissible(Constraint c, int lo, int hi);
 
 /// rigid: runs on exactly req_nodes. moldable: the scheduler picks the size at
@@ -89,7 +96,10 @@ struct Decision {
 };
 
 enum class Policy { fcfs, backfill, easy };
+/// Parse "fcfs|backfill|easy" (exact, lower case). std::nullopt for anything
+/// else; never throws. Source: seed 002 §"Job scheduling algorithms".
 std::optional<Policy> parse_policy(const std::string& s);
+/// Canonical name; the inverse of parse_policy.
 std::string to_string(Policy p);
 
 struct PolicyConfig {
@@ -109,6 +119,44 @@ struct PolicyConfig {
 ///   easy     — EASY-backfilling: the first job that does not fit gets a
 ///              reservation (shadow time from running jobs' start+time limit);
 ///              a later job starts only if it fits now and does not delay it.
+///
+/// Details fixed by the implementation (lib/sched/src/policy.cpp):
+///   - Nodes: idle (job == 0) and up nodes are handed out in ascending index
+///     order; `nodes` is authoritative for idleness.
+///   - Size: see start_size(). Malleable jobs are treated as moldable (seed
+///     002: these three algorithms "consider malleable jobs as moldable").
+///   - A job that can never start (min_size() is 0, or larger than the number
+///     of up nodes) is held "Resources" and skipped by every policy: it
+///     blocks neither fcfs nor easy.
+///   - easy: the head's need is min_size(); a running job releases its up
+///     nodes at start_time + time_limit (default_time_limit when unlimited;
+///     never earlier than now); jobs started earlier in the same pass release
+///     at now + their limit. A head that cannot be reached even when every
+///     job with a finite end has finished is skipped for reservation (held
+///     "Resources") and the next job that does not fit becomes the head.
+///     A later job starts if it ends by the shadow time (unlimited waiting
+///     jobs never do) with its start_size(); otherwise it may start with the
+///     largest size that fits in min(free, extra) and uses up `extra`.
+///   - holds: one per waiting job not started, in queue order: fcfs — the
+///     blocking job "Resources", jobs after it "Priority"; backfill —
+///     "Resources"; easy — the head "Resources", later jobs "Priority".
+/// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
+/// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
+/// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /
+/// Easy-Backfilling with the moldable extension; EASY per Lifka 1995 and
+/// Mu'alem & Feitelson 2001.
 Decision decide(const Snapshot& snap, const PolicyConfig& cfg);
+
+/// Fewest nodes the job can ever start with: rigid — req_nodes (0 when
+/// req_nodes < 1 or not admissible for its constraint); moldable/malleable —
+/// smallest_admissible(constraint, min_nodes, max_nodes). 0 means the job
+/// can never start. Source: seed 002 moldable extension.
+int min_size(const WaitingJob& j);
+/// Nodes the job starts with when `free` nodes are idle, or 0 when it does
+/// not fit now: rigid — req_nodes if min_size() > 0 and req_nodes <= free;
+/// moldable/malleable — largest_admissible(constraint, min_nodes,
+/// min(max_nodes, free)) ("start with as many nodes as fit", seed 002
+/// FCFS moldable extension).
+int start_size(const WaitingJob& j, int free);
 
 }  // namespace dynres::sched

@@ -1,0 +1,24 @@
+// mjstepd — per-job supervisor started by mjsched (the role of slurmstepd).
+// Not meant to be run by hand; see mjsched(8).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "dynres/launch.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dynres job step supervisor (started by mjsched)", "mjstepd"};
+  dynres::launch::StepConfig cfg;
+  int go_fd = -1;
+  app.add_option("--home", cfg.home, "cluster directory")->required();
+  app.add_option("--job", cfg.job_id, "job id")->required();
+  app.add_option("--launcher", cfg.launcher, "local|srun")->check(CLI::IsMember({"local", "srun"}));
+  app.add_option("--kill-wait", cfg.kill_wait, "seconds from SIGTERM to SIGKILL");
+  app.add_option("--go-fd", go_fd, "descriptor to wait on before starting");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return dynres::launch::run_step(cfg, go_fd);
+  } catch (const std::exception& e) {
+    std::cerr << "mjstepd: job " << cfg.job_id << ": " << e.what() << "\n";
+    return 1;
+  }
+}

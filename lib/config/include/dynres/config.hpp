@@ -1,0 +1,28 @@
+// The cluster configuration file dynres.yaml (see dynres.yaml(5) and the
+// commented default in etc/dynres.yaml).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include "dynres/sched.hpp"
+
+namespace dynres {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  sched::PolicyConfig policy;     ///< scheduler.policy, scheduler.default_time_limit
+  double tick = 1.0;              ///< scheduler.tick: seconds between passes (Alg. 1)
+  double kill_wait = 5.0;         ///< scheduler.kill_wait: seconds from SIGTERM to SIGKILL
+  std::string launcher = "local"; ///< launcher.type: local | srun
+};
+
+/// Load path; a missing file gives the defaults. Throws ConfigError naming
+/// the file and key for malformed YAML, unknown keys, or bad values
+/// (unknown policy/launcher, tick <= 0, negative kill_wait/time limit).
+Config load_config(const std::string& path);
+
+}  // namespace dynres

@@ -1,0 +1,66 @@
+#include "dynres/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+
+namespace dynres {
+namespace {
+
+void check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known,
+                const std::string& path) {
+  if (!n) return;
+  if (!n.IsMap()) throw ConfigError(path + ": '" + section + "' must be a mapping");
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    auto k = it->first.as<std::string>();
+    if (!known.count(k)) throw ConfigError(path + ": unknown key '" + section + "." + k + "'");
+  }
+}
+
+template <class T>
+T get(const YAML::Node& n, const char* key, T def, const std::string& where, const std::string& path) {
+  if (!n || !n[key]) return def;
+  try {
+    return n[key].as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(path + ": bad value for '" + where + "." + key + "'");
+  }
+}
+
+}  // namespace
+
+Config load_config(const std::string& path) {
+  Config c;
+  std::ifstream probe(path);
+  if (!probe) return c;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": " + e.what());
+  }
+  if (!root || root.IsNull()) return c;
+  if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
+  check_keys(root, "", {"scheduler", "launcher", "power", "icheck"}, path);
+  auto s = root["scheduler"];
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait"}, path);
+  auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
+  auto p = sched::parse_policy(pol);
+  if (!p) throw ConfigError(path + ": unknown scheduler.policy '" + pol + "' (fcfs|backfill|easy)");
+  c.policy.policy = *p;
+  c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
+  if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
+  c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);
+  if (!(c.policy.default_time_limit > 0)) throw ConfigError(path + ": scheduler.default_time_limit must be > 0");
+  c.kill_wait = get<double>(s, "kill_wait", c.kill_wait, "scheduler", path);
+  if (c.kill_wait < 0) throw ConfigError(path + ": scheduler.kill_wait must be >= 0");
+  auto l = root["launcher"];
+  check_keys(l, "launcher", {"type"}, path);
+  c.launcher = get<std::string>(l, "type", c.launcher, "launcher", path);
+  if (c.launcher != "local" && c.launcher != "srun")
+    throw ConfigError(path + ": unknown launcher.type '" + c.launcher + "' (local|srun)");
+  return c;
+}
+
+}  // namespace dynres

@@ -1,0 +1,97 @@
+// What a job asks for: #SBATCH / #MJ directives and mjsub options
+// (seed 000 Listing 4.1 and 5.1; sbatch(1) names where they exist).
+#pragma once
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dynres/state.hpp"
+
+namespace dynres {
+
+/// Bad job input. what() names the option or directive (and script line).
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Options as given (unset = not given); resolved by resolve_job().
+struct JobSpec {
+  std::optional<std::string> name;
+  std::optional<int> nodes, min_nodes, max_nodes;  ///< -N n | -N min-max sets the range
+  std::optional<std::string> constraint;
+  std::optional<int64_t> time_limit;                ///< seconds, -1 unlimited
+  std::optional<std::string> output, error, chdir;
+  std::optional<double> min_power, max_power;       ///< watts per node
+  bool rigid = false;
+};
+
+/// One option of the table shared by the command line and the directives.
+struct OptionDef {
+  std::vector<std::string> names;  ///< e.g. {"-N", "--nodes"}
+  bool takes_value;
+  std::string help;
+};
+
+/// The job options, in the order mjsub --help lists them.
+const std::vector<OptionDef>& job_options();
+
+/// Set option `name` (any of its names, with dashes) to `value` in spec.
+/// Throws SpecError("--nodes: invalid value 'x' ...") on a bad value and
+/// SpecError("unknown option ...") for a name not in job_options() (options
+/// of sbatch that have no meaning here, such as --ntasks-per-node, are
+/// accepted and ignored).
+void apply_option(JobSpec& spec, const std::string& name, const std::string& value);
+
+/// A directive found in a job script.
+struct Directive {
+  int line;          ///< 1-based line number in the script
+  std::string text;  ///< the whole line, for messages
+  std::string name;  ///< option name with dashes
+  std::string value; ///< "" for flags
+};
+
+/// Read #SBATCH and #MJ lines from the top of a script (up to the first
+/// command, like sbatch); splits "--opt=v", "--opt v", "-N4", "-N 4"; honours
+/// quotes. Throws SpecError("line N: ...") for malformed lines.
+std::vector<Directive> parse_directives(const std::string& script);
+
+/// Apply directives to spec; errors are prefixed "line N: <directive>: ".
+void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
+
+/// Check the spec against a cluster of `cluster_nodes` usable nodes and turn
+/// it into a PENDING job record. `cwd` is the submitter's directory.
+/// Errors (SpecError naming the option): min > max, --nodes outside
+/// [min, max], more nodes than the cluster has, a node constraint with no
+/// admissible size in [min, max], --rigid with a node range, negative power,
+/// min power > max power.
+/// Kinds: a node range (--min-nodes/--max-nodes or -N a-b) makes the job
+/// moldable; --rigid or no range makes it rigid.
+JobRecord resolve_job(const JobSpec& spec, int cluster_nodes, const std::string& script_text,
+                      const std::string& default_name, const std::string& cwd);
+
+}  // namespace dynres
+
+namespace dynres {
+
+/// A submission as mjsub(1) receives it.
+struct SubmitRequest {
+  std::string home;         ///< cluster directory
+  std::string script_path;  ///< "" or "-" = standard input
+  std::vector<std::pair<std::string, std::string>> options;  ///< command line, applied after directives
+  std::string cwd;          ///< submitter's working directory
+};
+
+/// Read the script, apply its directives then the command-line options,
+/// validate against the cluster, and record the job as PENDING in one
+/// transaction; then wake the scheduler (if it is down the job waits for its
+/// next pass). Throws SpecError (bad input; nothing is written) or DbError.
+JobRecord submit_job(const SubmitRequest& req);
+
+/// The JSON form of a job used by mjsub --json and mjstat --json.
+nlohmann::json job_to_json(const JobRecord& j);
+
+}  // namespace dynres

@@ -1,0 +1,259 @@
+#include "dynres/jobspec.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "dynres/sched.hpp"
+#include "dynres/slurmtime.hpp"
+
+namespace dynres {
+
+const std::vector<OptionDef>& job_options() {
+  static const std::vector<OptionDef> opts = {
+      {{"-J", "--job-name"}, true, "job name (default: script file name)"},
+      {{"-N", "--nodes"}, true, "node count N, or a range MIN-MAX (makes the job moldable)"},
+      {{"-t", "--time"}, true, "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED"},
+      {{"-o", "--output"}, true, "standard output file (%j = job id, %x = job name); default mj-%j.out"},
+      {{"-e", "--error"}, true, "standard error file (default: with the output)"},
+      {{"-D", "--chdir"}, true, "working directory of the job"},
+      {{"--min-nodes", "--min-nodes-invasic"}, true, "fewest nodes a moldable/malleable job accepts"},
+      {{"--max-nodes", "--max-nodes-invasic"}, true, "most nodes a moldable/malleable job accepts"},
+      {{"--node-constraint", "--node-constraints"}, true, "node counts allowed: none|even|odd|pof2|square|cube"},
+      {{"--min-power"}, true, "lowest power per node the job draws, watts"},
+      {{"--max-power"}, true, "highest power per node the job draws, watts"},
+      {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
+  };
+  return opts;
+}
+
+namespace {
+
+// sbatch options accepted for compatibility; they change nothing here.
+const std::set<std::string> kIgnored = {"-n", "--ntasks", "--ntasks-per-node", "-c", "--cpus-per-task",
+                                        "-p", "--partition", "-A", "--account", "--mem", "--exclusive",
+                                        "--mail-type", "--mail-user", "--export", "--get-user-env",
+                                        "--no-requeue", "--requeue", "-q", "--qos"};
+
+int parse_count(const std::string& opt, const std::string& v) {
+  if (v.empty() || v.size() > 7) throw SpecError(opt + ": invalid node count '" + v + "'");
+  for (char c : v)
+    if (!std::isdigit(static_cast<unsigned char>(c))) throw SpecError(opt + ": invalid node count '" + v + "'");
+  int n = std::stoi(v);
+  if (n < 1) throw SpecError(opt + ": node count must be at least 1, got '" + v + "'");
+  return n;
+}
+
+double parse_watts(const std::string& opt, const std::string& v) {
+  size_t pos = 0;
+  double w;
+  try {
+    w = std::stod(v, &pos);
+  } catch (...) {
+    throw SpecError(opt + ": '" + v + "' is not a number of watts");
+  }
+  if (pos != v.size() || !std::isfinite(w)) throw SpecError(opt + ": '" + v + "' is not a number of watts");
+  if (w < 0) throw SpecError(opt + ": power must not be negative, got '" + v + "'");
+  return w;
+}
+
+const OptionDef* find_option(const std::string& name) {
+  for (auto& o : job_options())
+    for (auto& n : o.names)
+      if (n == name) return &o;
+  return nullptr;
+}
+
+std::vector<std::string> shell_words(const std::string& s, int line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else cur += c;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+      in_word = true;
+      continue;
+    }
+    if (c == '#') break;  // trailing comment
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) out.push_back(cur), cur.clear(), in_word = false;
+      continue;
+    }
+    cur += c;
+    in_word = true;
+  }
+  if (quote) throw SpecError("line " + std::to_string(line) + ": unterminated quote");
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
+  if (kIgnored.count(name)) return;
+  const OptionDef* o = find_option(name);
+  if (!o) throw SpecError("unknown option '" + name + "'");
+  const std::string& key = o->names.back();  // canonical long name
+  if (o->takes_value && v.empty()) throw SpecError(key + ": needs a value");
+  if (key == "--job-name") {
+    s.name = v;
+  } else if (key == "--nodes") {
+    auto dash = v.find('-');
+    if (dash != std::string::npos) {
+      s.min_nodes = parse_count(key, v.substr(0, dash));
+      s.max_nodes = parse_count(key, v.substr(dash + 1));
+    } else {
+      s.nodes = parse_count(key, v);
+    }
+  } else if (key == "--time") {
+    try {
+      s.time_limit = parse_time_limit(v);
+    } catch (const std::invalid_argument& e) {
+      throw SpecError(key + ": " + e.what());
+    }
+    if (*s.time_limit == 0) throw SpecError(key + ": time limit must be positive");
+  } else if (key == "--output") {
+    s.output = v;
+  } else if (key == "--error") {
+    s.error = v;
+  } else if (key == "--chdir") {
+    s.chdir = v;
+  } else if (key == "--min-nodes-invasic") {
+    s.min_nodes = parse_count("--min-nodes", v);
+  } else if (key == "--max-nodes-invasic") {
+    s.max_nodes = parse_count("--max-nodes", v);
+  } else if (key == "--node-constraints") {
+    if (!sched::parse_constraint(v))
+      throw SpecError("--node-constraint: unknown constraint '" + v + "' (none|even|odd|pof2|square|cube)");
+    s.constraint = v;
+  } else if (key == "--min-power") {
+    s.min_power = parse_watts(key, v);
+  } else if (key == "--max-power") {
+    s.max_power = parse_watts(key, v);
+  } else if (key == "--rigid") {
+    if (!v.empty()) throw SpecError("--rigid takes no value");
+    s.rigid = true;
+  }
+}
+
+std::vector<Directive> parse_directives(const std::string& script) {
+  std::vector<Directive> out;
+  std::istringstream in(script);
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    size_t i = 0;
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i == line.size()) continue;          // blank
+    if (line[i] != '#') break;               // first command ends the directives
+    std::string rest = line.substr(i);
+    std::string body;
+    if (rest.rfind("#SBATCH", 0) == 0) body = rest.substr(7);
+    else if (rest.rfind("#MJ", 0) == 0) body = rest.substr(3);
+    else continue;                            // ordinary comment / shebang
+    if (!body.empty() && !std::isspace(static_cast<unsigned char>(body[0]))) continue;  // e.g. #SBATCHX
+    auto words = shell_words(body, no);
+    for (size_t k = 0; k < words.size(); ++k) {
+      const std::string& w = words[k];
+      Directive d{no, line, "", ""};
+      if (w.rfind("--", 0) == 0) {
+        auto eq = w.find('=');
+        d.name = w.substr(0, eq);
+        if (eq != std::string::npos) d.value = w.substr(eq + 1);
+      } else if (w.size() >= 2 && w[0] == '-') {
+        d.name = w.substr(0, 2);
+        d.value = w.substr(2);
+      } else {
+        throw SpecError("line " + std::to_string(no) + ": '" + line + "': expected an option, got '" + w + "'");
+      }
+      const OptionDef* o = find_option(d.name);
+      bool takes = o ? o->takes_value : (kIgnored.count(d.name) && d.name != "--exclusive" && d.name != "--requeue" &&
+                                         d.name != "--no-requeue" && d.name != "--get-user-env");
+      if (takes && d.value.empty() && w.find('=') == std::string::npos) {
+        if (k + 1 >= words.size())
+          throw SpecError("line " + std::to_string(no) + ": '" + line + "': " + d.name + " needs a value");
+        d.value = words[++k];
+      }
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
+  for (auto& d : ds) {
+    try {
+      apply_option(spec, d.name, d.value);
+    } catch (const SpecError& e) {
+      throw SpecError("line " + std::to_string(d.line) + ": '" + d.text + "': " + e.what());
+    }
+  }
+}
+
+JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_text,
+                      const std::string& default_name, const std::string& cwd) {
+  using namespace sched;
+  JobRecord j;
+  j.name = s.name.value_or(default_name);
+  if (j.name.empty()) j.name = "script";
+  if (j.name.size() > 200) throw SpecError("--job-name: name longer than 200 characters");
+  auto c = parse_constraint(s.constraint.value_or("none"));
+  j.constraint = to_string(*c);
+  bool range = s.min_nodes || s.max_nodes;
+  if (s.rigid && range) throw SpecError("--rigid: conflicts with a node range (--min-nodes/--max-nodes or -N MIN-MAX)");
+  if (cluster < 1) throw SpecError("the cluster has no usable nodes");
+  if (range) {
+    j.kind = "moldable";
+    j.min_nodes = s.min_nodes.value_or(1);
+    j.max_nodes = s.max_nodes.value_or(std::max(cluster, j.min_nodes));
+    if (j.min_nodes > j.max_nodes)
+      throw SpecError("--min-nodes (" + std::to_string(j.min_nodes) + ") is greater than --max-nodes (" +
+                      std::to_string(j.max_nodes) + ")");
+    j.req_nodes = s.nodes.value_or(j.max_nodes);
+    if (j.req_nodes < j.min_nodes || j.req_nodes > j.max_nodes)
+      throw SpecError("--nodes (" + std::to_string(j.req_nodes) + ") is outside [--min-nodes, --max-nodes] = [" +
+                      std::to_string(j.min_nodes) + ", " + std::to_string(j.max_nodes) + "]");
+    if (j.min_nodes > cluster)
+      throw SpecError("--min-nodes (" + std::to_string(j.min_nodes) + ") is more nodes than the cluster has (" +
+                      std::to_string(cluster) + ")");
+    j.max_nodes = std::min(j.max_nodes, cluster);
+    j.req_nodes = std::min(j.req_nodes, j.max_nodes);
+  } else {
+    j.kind = "rigid";
+    j.req_nodes = j.min_nodes = j.max_nodes = s.nodes.value_or(1);
+    if (j.req_nodes > cluster)
+      throw SpecError("--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (" +
+                      std::to_string(cluster) + ")");
+  }
+  if (largest_admissible(*c, j.min_nodes, j.max_nodes) == 0)
+    throw SpecError("--node-constraint=" + j.constraint + ": no admissible node count in [" +
+                    std::to_string(j.min_nodes) + ", " + std::to_string(j.max_nodes) + "]");
+  if (s.min_power && s.max_power && *s.min_power > *s.max_power)
+    throw SpecError("--min-power (" + std::to_string(*s.min_power) + " W) is greater than --max-power (" +
+                    std::to_string(*s.max_power) + " W)");
+  j.min_power = s.min_power;
+  j.max_power = s.max_power;
+  j.time_limit = s.time_limit.value_or(kUnlimited);
+  j.workdir = s.chdir.value_or(cwd);
+  if (j.workdir.empty() || j.workdir[0] != '/') j.workdir = cwd + "/" + j.workdir;
+  auto abs = [&](const std::string& p) { return p.empty() || p[0] == '/' ? p : j.workdir + "/" + p; };
+  j.stdout_path = abs(s.output.value_or("mj-%j.out"));
+  j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
+  j.script = script_text;
+  j.uid = static_cast<int64_t>(::getuid());
+  j.state = kPending;
+  return j;
+}
+
+}  // namespace dynres

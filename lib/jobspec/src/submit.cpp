@@ -1,0 +1,70 @@
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "dynres/jobspec.hpp"
+#include "dynres/paths.hpp"
+#include "dynres/proto.hpp"
+
+namespace dynres {
+
+JobRecord submit_job(const SubmitRequest& req) {
+  std::string text, default_name;
+  if (req.script_path.empty() || req.script_path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    default_name = "sbatch";
+  } else {
+    struct stat sb;
+    if (::stat(req.script_path.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode))
+      throw SpecError("cannot read job script '" + req.script_path + "': no such regular file");
+    std::ifstream f(req.script_path, std::ios::binary);
+    if (!f) throw SpecError("cannot read job script '" + req.script_path + "': permission denied");
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (f.bad()) throw SpecError("cannot read job script '" + req.script_path + "': read error");
+    default_name = req.script_path.substr(req.script_path.rfind('/') + 1);
+  }
+  if (text.empty()) throw SpecError("job script '" + (req.script_path.empty() ? "-" : req.script_path) + "' is empty");
+  if (text.find('\0') != std::string::npos) throw SpecError("job script '" + req.script_path + "' is a binary file");
+
+  JobSpec spec;
+  apply_directives(spec, parse_directives(text));
+  for (auto& [name, value] : req.options) apply_option(spec, name, value);
+
+  State st(state_path(req.home));
+  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
+  j.submit_time = now_seconds();
+  j.id = st.submit(j);
+  proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
+  return *st.job(j.id);
+}
+
+nlohmann::json job_to_json(const JobRecord& j) {
+  nlohmann::json o = {{"job_id", j.id},
+                      {"name", j.name},
+                      {"uid", j.uid},
+                      {"state", j.state},
+                      {"reason", j.reason},
+                      {"kind", j.kind},
+                      {"nodes_requested", j.req_nodes},
+                      {"min_nodes", j.min_nodes},
+                      {"max_nodes", j.max_nodes},
+                      {"node_constraint", j.constraint},
+                      {"time_limit_s", j.time_limit},
+                      {"num_nodes", j.num_nodes},
+                      {"nodelist", j.nodelist},
+                      {"submit_time", j.submit_time},
+                      {"workdir", j.workdir},
+                      {"stdout", j.stdout_path},
+                      {"stderr", j.stderr_path}};
+  o["start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
+  o["end_time"] = j.end_time ? nlohmann::json(*j.end_time) : nlohmann::json(nullptr);
+  o["exit_code"] = j.exit_code ? nlohmann::json(*j.exit_code) : nlohmann::json(nullptr);
+  o["min_power_w"] = j.min_power ? nlohmann::json(*j.min_power) : nlohmann::json(nullptr);
+  o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
+  return o;
+}
+
+}  // namespace dynres

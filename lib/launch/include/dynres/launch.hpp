@@ -1,0 +1,74 @@
+// Starting and stopping job steps (DESIGN.md "launch"): each job runs under
+// its own supervisor process, mjstepd (the role of Slurm's slurmstepd), which
+// outlives the scheduler daemon and records the job's end in the state file
+// itself. Launchers:
+//   local — the job script runs on this machine; node names are labels of a
+//           virtual cluster.
+//   srun  — inside a Slurm allocation the script runs on the job's first node
+//           via `srun --overlap -N1 -n1 -w <host> --jobid=$SLURM_JOB_ID -J mj<id>`.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace dynres::launch {
+
+struct StepConfig {
+  std::string home;             ///< cluster directory ($DYNRES_HOME)
+  int64_t job_id = 0;
+  std::string launcher = "local";  ///< local | srun
+  double kill_wait = 5.0;       ///< seconds from SIGTERM to SIGKILL
+};
+
+/// A supervisor started but not yet released.
+struct Spawned {
+  pid_t pid = -1;
+  int go_fd = -1;  ///< write end; the supervisor waits for it to close
+};
+
+/// Fork and exec `stepd_path` (mjstepd) for cfg.job_id in a new session. The
+/// supervisor blocks until release() and then runs the job only if the state
+/// file shows the job RUNNING with supervisor_pid == its own pid; so a
+/// scheduler that dies between spawn and commit never starts a job twice or
+/// leaves it half-started. Throws std::runtime_error if fork fails.
+Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg);
+
+/// Let the supervisor go (it then checks the state file, see above).
+void release(Spawned& s);
+
+/// The supervisor itself (main of mjstepd). go_fd: read end to wait on, or -1.
+/// Runs the job script with MJ_JOB_ID, MJ_JOB_NAME, MJ_JOB_NODELIST,
+/// MJ_JOB_NUM_NODES, MJ_NODEFILE and MJ_SOCKET set (outer SLURM_* variables are
+/// left untouched), writes its output files, enforces the time limit
+/// (SIGTERM, then SIGKILL after kill_wait: TIMEOUT), forwards SIGTERM
+/// (mjcancel / vcluster-down: CANCELLED), and records the end (COMPLETED,
+/// FAILED with exit code, TIMEOUT, CANCELLED) in the state file.
+/// Returns the process exit status for mjstepd.
+int run_step(const StepConfig& cfg, int go_fd);
+
+/// True if pid is a live mjstepd process (guards against pid reuse).
+bool supervisor_alive(int64_t pid);
+
+/// Directory of the running executable (to find mjstepd next to mjsched).
+std::string self_dir();
+
+}  // namespace dynres::launch
+
+namespace dynres {
+class State;
+}
+
+namespace dynres::launch {
+
+/// Outcome of cancel_job, for the message mjcancel prints.
+enum class CancelResult { cancelled_pending, signalled_running, already_finished, not_found, not_owner };
+
+/// Cancel job id as user `uid` (root may cancel any job): a PENDING job is
+/// recorded CANCELLED at once; a RUNNING job is marked cancel-requested and
+/// its supervisor gets SIGTERM (it stops the whole step, SIGKILL after the
+/// grace period, and records CANCELLED). If the supervisor is already gone
+/// the job is recorded CANCELLED and its nodes freed here.
+CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t uid);
+
+}  // namespace dynres::launch

@@ -1,0 +1,39 @@
+// Workload metrics (seed 000 §9.1; bounded slowdown after Feitelson et al.).
+// Pure functions over job and allocation records; times in seconds.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dynres/state.hpp"
+
+namespace dynres {
+
+struct Metrics {
+  int jobs = 0;                ///< jobs considered (all in the records)
+  int finished = 0;            ///< jobs in a final state that ran
+  double makespan = 0;         ///< last end − first submit, s
+  double utilisation = 0;      ///< node-seconds held / (nodes × makespan), 0..1
+  double avg_wait = 0;         ///< mean(start − submit) over started jobs, s
+  double avg_response = 0;     ///< mean(end − submit) over finished jobs, s
+  double avg_bounded_slowdown = 0;  ///< mean(max(1, (end−submit)/max(end−start, τ))), finished jobs
+  double tau = 10;             ///< bounded-slowdown threshold τ, s
+  std::map<std::string, int> by_state;
+};
+
+/// Compute metrics for `jobs` on a cluster of `nodes` nodes using the
+/// allocation history (node-seconds inside [first submit, last end]).
+/// With no finished job every time metric is 0.
+Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<AllocationRecord>& allocs,
+                        int nodes, double tau = 10.0);
+
+nlohmann::json to_json(const Metrics& m);
+
+/// Write a Gantt chart (nodes × time, one box per job per node) as PNG via
+/// gnuplot. node_order gives the y position of each node name. Throws
+/// std::runtime_error if gnuplot is missing or fails.
+void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>& allocs,
+                     const std::vector<std::string>& node_order, const std::string& title);
+
+}  // namespace dynres

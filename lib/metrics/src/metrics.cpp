@@ -1,0 +1,117 @@
+#include "dynres/metrics.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "dynres/hostlist.hpp"
+
+namespace dynres {
+
+Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<AllocationRecord>& allocs, int nodes,
+                        double tau) {
+  Metrics m;
+  m.tau = tau;
+  m.jobs = static_cast<int>(jobs.size());
+  double first_submit = std::numeric_limits<double>::infinity(), last_end = -first_submit;
+  double wait_sum = 0, resp_sum = 0, bsld_sum = 0;
+  int started = 0;
+  for (auto& j : jobs) {
+    m.by_state[j.state]++;
+    first_submit = std::min(first_submit, j.submit_time);
+    if (j.start_time) {
+      ++started;
+      wait_sum += *j.start_time - j.submit_time;
+    }
+    if (j.start_time && j.end_time && is_final_state(j.state)) {
+      ++m.finished;
+      double run = *j.end_time - *j.start_time, resp = *j.end_time - j.submit_time;
+      resp_sum += resp;
+      bsld_sum += std::max(1.0, resp / std::max(run, tau));
+      last_end = std::max(last_end, *j.end_time);
+    }
+  }
+  if (m.finished == 0) return m;
+  m.makespan = last_end - first_submit;
+  m.avg_wait = started ? wait_sum / started : 0;
+  m.avg_response = resp_sum / m.finished;
+  m.avg_bounded_slowdown = bsld_sum / m.finished;
+  double busy = 0;
+  for (auto& a : allocs) {
+    double s = std::max(a.start_time, first_submit), e = std::min(a.end_time.value_or(last_end), last_end);
+    if (e > s) busy += (e - s) * a.num_nodes;
+  }
+  if (nodes > 0 && m.makespan > 0) m.utilisation = busy / (nodes * m.makespan);
+  return m;
+}
+
+nlohmann::json to_json(const Metrics& m) {
+  return {{"jobs", m.jobs},
+          {"finished", m.finished},
+          {"makespan_s", m.makespan},
+          {"utilisation", m.utilisation},
+          {"avg_wait_s", m.avg_wait},
+          {"avg_response_s", m.avg_response},
+          {"avg_bounded_slowdown", m.avg_bounded_slowdown},
+          {"bsld_tau_s", m.tau},
+          {"by_state", m.by_state}};
+}
+
+void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>& allocs,
+                     const std::vector<std::string>& node_order, const std::string& title) {
+  std::unordered_map<std::string, int> y;
+  for (size_t i = 0; i < node_order.size(); ++i) y[node_order[i]] = static_cast<int>(i);
+  double t0 = std::numeric_limits<double>::infinity(), t1 = 0;
+  for (auto& a : allocs) t0 = std::min(t0, a.start_time);
+  char tmpl[] = "/tmp/dynres-gantt-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
+  std::string dir = tmpl, data = dir + "/gantt.dat", gp = dir + "/gantt.gp";
+  {
+    std::ofstream d(data);
+    for (auto& a : allocs) {
+      double s = a.start_time - t0, e = a.end_time.value_or(a.start_time) - t0;
+      t1 = std::max(t1, e);
+      for (auto& n : expand_hostlist(a.nodelist)) {
+        auto it = y.find(n);
+        if (it == y.end()) continue;
+        // x, y, xlow, xhigh, ylow, yhigh, colour (by job id)
+        d << (s + e) / 2 << ' ' << it->second << ' ' << s << ' ' << e << ' ' << it->second - 0.4 << ' '
+          << it->second + 0.4 << ' ' << (a.job_id * 2654435761u) % 0xFFFFFF << '\n';
+      }
+    }
+  }
+  {
+    std::ofstream g(gp);
+    g << "set terminal pngcairo size 1400,800 noenhanced\n"
+      << "set output '" << png << "'\n"
+      << "set title '" << title << "'\n"
+      << "set xlabel 'time since first start [s]'\nset ylabel 'node'\n"
+      << "set yrange [-1:" << node_order.size() << "]\n"
+      << "set xrange [0:" << std::max(1.0, t1) << "]\n"
+      << "set style fill solid 0.85 border rgb 'black'\nunset key\n";
+    if (node_order.size() <= 40) {
+      g << "set ytics (";
+      for (size_t i = 0; i < node_order.size(); ++i) g << (i ? "," : "") << "'" << node_order[i] << "' " << i;
+      g << ")\n";
+    }
+    g << "plot '" << data << "' using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable\n";
+  }
+  std::string cmd = "gnuplot '" + gp + "' 2>" + dir + "/err.txt";
+  int rc = std::system(cmd.c_str());
+  std::ifstream ef(dir + "/err.txt");
+  std::string err((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
+  std::remove(data.c_str());
+  std::remove(gp.c_str());
+  std::remove((dir + "/err.txt").c_str());
+  ::rmdir(dir.c_str());
+  if (rc != 0)
+    throw std::runtime_error("gnuplot failed (is gnuplot-nox installed?): " + err.substr(0, 400));
+}
+
+}  // namespace dynres

@@ -1,0 +1,160 @@
+#include "dynres/views.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "dynres/slurmtime.hpp"
+
+namespace dynres {
+namespace {
+
+std::string iso(std::optional<double> t) {
+  if (!t) return "Unknown";
+  time_t s = static_cast<time_t>(*t);
+  char b[32];
+  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", localtime(&s));
+  return b;
+}
+
+std::string elapsed(const JobRecord& j, double now) {
+  if (!j.start_time) return "0:00";
+  double e = (j.end_time ? *j.end_time : now) - *j.start_time;
+  return format_duration(static_cast<int64_t>(std::max(0.0, e)));
+}
+
+std::string cell(const JobRecord& j, const std::string& c, double now) {
+  if (c == "jobid") return std::to_string(j.id);
+  if (c == "name") return j.name;
+  if (c == "state") return j.state;
+  if (c == "nodes") return std::to_string(j.state == kPending ? j.req_nodes : j.num_nodes);
+  if (c == "time") return elapsed(j, now);
+  if (c == "timelimit") return format_duration(j.time_limit);
+  if (c == "nodelist") return j.state == kPending ? "(" + j.reason + ")" : j.nodelist;
+  if (c == "reason") return j.reason;
+  if (c == "kind") return j.kind;
+  if (c == "minnodes") return std::to_string(j.min_nodes);
+  if (c == "maxnodes") return std::to_string(j.max_nodes);
+  if (c == "constraint") return j.constraint;
+  if (c == "submit") return iso(j.submit_time);
+  if (c == "start") return iso(j.start_time);
+  if (c == "end") return iso(j.end_time);
+  if (c == "exitcode") return j.exit_code ? std::to_string(*j.exit_code) : "-";
+  if (c == "wait")
+    return format_duration(static_cast<int64_t>((j.start_time ? *j.start_time : now) - j.submit_time));
+  throw std::invalid_argument("unknown column '" + c + "'");
+}
+
+std::string upper(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& queue_columns() {
+  static const std::vector<std::string> cols = {"jobid", "name", "state", "nodes", "time", "timelimit",
+                                                "nodelist", "reason", "kind", "minnodes", "maxnodes",
+                                                "constraint", "submit", "start", "end", "exitcode", "wait"};
+  return cols;
+}
+
+const std::string& default_format() {
+  static const std::string f = "jobid,name,state,nodes,time,timelimit,nodelist";
+  return f;
+}
+
+std::string render_table(const std::vector<JobRecord>& jobs, const std::string& format, double now) {
+  std::vector<std::string> cols;
+  std::stringstream ss(format);
+  for (std::string c; std::getline(ss, c, ',');) {
+    std::transform(c.begin(), c.end(), c.begin(), [](unsigned char x) { return std::tolower(x); });
+    if (std::find(queue_columns().begin(), queue_columns().end(), c) == queue_columns().end())
+      throw std::invalid_argument("--format: unknown column '" + c + "'");
+    cols.push_back(c);
+  }
+  if (cols.empty()) throw std::invalid_argument("--format: no columns");
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head;
+  for (auto& c : cols) head.push_back(c == "nodelist" ? "NODELIST(REASON)" : upper(c));
+  rows.push_back(head);
+  for (auto& j : jobs) {
+    std::vector<std::string> r;
+    for (auto& c : cols) r.push_back(cell(j, c, now));
+    rows.push_back(r);
+  }
+  std::vector<size_t> w(cols.size(), 0);
+  for (auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  std::string out;
+  for (auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      bool num = cols[i] == "jobid" || cols[i] == "nodes";
+      std::string v = r[i];
+      std::string padding(w[i] - v.size(), ' ');
+      line += (i ? " " : "") + (num ? padding + v : (i + 1 < r.size() ? v + padding : v));
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string render_detail(const JobRecord& j, double now) {
+  std::ostringstream o;
+  o << "JobId=" << j.id << " JobName=" << j.name << "\n"
+    << "   UserId=" << j.uid << " JobState=" << j.state << " Reason=" << j.reason
+    << " ExitCode=" << (j.exit_code ? std::to_string(*j.exit_code) : "-") << "\n"
+    << "   Kind=" << j.kind << " NumNodes=" << (j.state == kPending ? j.req_nodes : j.num_nodes)
+    << " MinNodes=" << j.min_nodes << " MaxNodes=" << j.max_nodes << " NodeConstraint=" << j.constraint << "\n"
+    << "   RunTime=" << elapsed(j, now) << " TimeLimit=" << format_duration(j.time_limit) << "\n"
+    << "   SubmitTime=" << iso(j.submit_time) << " StartTime=" << iso(j.start_time) << " EndTime=" << iso(j.end_time)
+    << "\n"
+    << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist) << "\n";
+  if (j.min_power || j.max_power)
+    o << "   MinPower=" << (j.min_power ? std::to_string(*j.min_power) + "W" : "-")
+      << " MaxPower=" << (j.max_power ? std::to_string(*j.max_power) + "W" : "-") << "\n";
+  o << "   WorkDir=" << j.workdir << "\n   StdOut=" << j.stdout_path << "\n   StdErr=" << j.stderr_path << "\n";
+  return o.str();
+}
+
+std::string render_metrics(const Metrics& m, int nodes) {
+  char b[2048];
+  std::snprintf(b, sizeof b,
+                "jobs                      %d (%d finished) on %d nodes\n"
+                "makespan                  %.1f s\n"
+                "average utilisation       %.1f %%\n"
+                "average wait              %.1f s\n"
+                "average response          %.1f s\n"
+                "average bounded slowdown  %.2f (tau = %.0f s)\n",
+                m.jobs, m.finished, nodes, m.makespan, 100 * m.utilisation, m.avg_wait, m.avg_response,
+                m.avg_bounded_slowdown, m.tau);
+  std::string out = b;
+  out += "jobs by state            ";
+  for (auto& [s, n] : m.by_state) out += " " + s + "=" + std::to_string(n);
+  return out + "\n";
+}
+
+std::string render_summary(const std::vector<JobRecord>& jobs) {
+  int done = 0, run = 0, pend = 0;
+  std::map<std::string, int> fin;
+  for (auto& j : jobs) {
+    if (j.state == kRunning) ++run;
+    else if (j.state == kPending) ++pend;
+    else ++done, ++fin[j.state];
+  }
+  std::string s = std::to_string(jobs.size()) + " jobs: " + std::to_string(done) + " done, " + std::to_string(run) +
+                  " running, " + std::to_string(pend) + " pending";
+  if (!fin.empty()) {
+    s += " (";
+    bool first = true;
+    for (auto& [k, v] : fin) s += (first ? "" : " ") + k + "=" + std::to_string(v), first = false;
+    s += ")";
+  }
+  return s;
+}
+
+}  // namespace dynres

@@ -1,0 +1,40 @@
+// The live scheduler service behind mjsched(8): seed 000 Algorithm 1 (ABS
+// iteration) on top of the pure policies of dynres/sched.hpp.
+//
+// A pass runs on every tick, on every submission and on every job end
+// (wake-ups arrive over the Unix socket $DYNRES_HOME/mjsched.sock). A pass
+// reads a snapshot from the state file, calls sched::decide(), and carries
+// out the starts through mjstepd supervisors.
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "dynres/config.hpp"
+#include "dynres/sched.hpp"
+#include "dynres/state.hpp"
+
+namespace dynres::schedd {
+
+/// Build the policy's view of the cluster from the state file.
+/// node_ids[i] is the state-file id of Snapshot::nodes[i].
+sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids);
+
+struct Daemon {
+  std::string home;
+  Config cfg;
+  std::string stepd_path;   ///< mjstepd executable
+  std::atomic<bool> stop{false};
+
+  /// Serve until SIGTERM/SIGINT or stop. Holds an exclusive lock on
+  /// home/mjsched.lock (a second daemon on the same cluster exits with an
+  /// error naming the pid), writes home/mjsched.pid, listens on the socket.
+  /// On start it reconciles: RUNNING jobs whose supervisor is gone are
+  /// recorded FAILED ("supervisor lost"); live supervisors keep their jobs.
+  /// Jobs keep running when the daemon stops. Returns an exit status.
+  int run();
+
+  /// One scheduling pass (Alg. 1 lines 2-4); returns jobs started.
+  int pass();
+};
+
+}  // namespace dynres::schedd

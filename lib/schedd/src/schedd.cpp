@@ -1,0 +1,204 @@
+#include "dynres/schedd.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <unordered_map>
+
+#include "dynres/launch.hpp"
+#include "dynres/paths.hpp"
+#include "dynres/proto.hpp"
+
+namespace dynres::schedd {
+
+namespace {
+sched::JobKind kind_of(const std::string& k) {
+  if (k == "moldable") return sched::JobKind::moldable;
+  if (k == "malleable") return sched::JobKind::malleable;
+  return sched::JobKind::rigid;
+}
+
+void log(const std::string& msg) {
+  char ts[32];
+  time_t t = time(nullptr);
+  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime(&t));
+  std::fprintf(stderr, "%s mjsched: %s\n", ts, msg.c_str());
+  std::fflush(stderr);
+}
+}  // namespace
+
+sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids) {
+  sched::Snapshot s;
+  s.now = now;
+  std::unordered_map<int64_t, std::vector<int>> held;
+  node_ids.clear();
+  for (auto& n : st.nodes()) {
+    int idx = static_cast<int>(s.nodes.size());
+    s.nodes.push_back({n.name, n.state == "up", n.job_id});
+    node_ids.push_back(n.id);
+    if (n.job_id) held[n.job_id].push_back(idx);
+  }
+  for (auto& j : st.jobs({kRunning, kPending})) {
+    auto c = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
+    if (j.state == kRunning) {
+      sched::RunningJob r;
+      r.id = j.id;
+      r.kind = kind_of(j.kind);
+      r.nodes = held[j.id];
+      r.min_nodes = j.min_nodes;
+      r.max_nodes = j.max_nodes;
+      r.constraint = c;
+      r.start_time = j.start_time.value_or(now);
+      r.time_limit = static_cast<double>(j.time_limit);
+      s.running.push_back(std::move(r));
+    } else {
+      sched::WaitingJob w;
+      w.id = j.id;
+      w.kind = kind_of(j.kind);
+      w.req_nodes = j.req_nodes;
+      w.min_nodes = j.min_nodes;
+      w.max_nodes = j.max_nodes;
+      w.constraint = c;
+      w.time_limit = static_cast<double>(j.time_limit);
+      w.submit_time = j.submit_time;
+      s.waiting.push_back(w);
+    }
+  }
+  return s;
+}
+
+int Daemon::pass() {
+  State st(state_path(home));
+  double now = now_seconds();
+  // Reconcile: a RUNNING job needs a live supervisor.
+  for (auto& j : st.jobs({kRunning})) {
+    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0))) {
+      // re-read: the supervisor may have recorded the end meanwhile
+      auto fresh = st.job(j.id);
+      if (fresh && fresh->state == kRunning && st.finish_job(j.id, kFailed, std::nullopt, "supervisor lost", now))
+        log("job " + std::to_string(j.id) + ": supervisor " + std::to_string(j.supervisor_pid.value_or(0)) +
+            " is gone; recorded FAILED");
+    }
+  }
+  std::vector<int64_t> node_ids;
+  auto snap = build_snapshot(st, now, node_ids);
+  if (snap.waiting.empty()) return 0;
+  auto d = sched::decide(snap, cfg.policy);
+  int started = 0;
+  for (auto& s : d.starts) {
+    std::vector<int64_t> ids;
+    for (int i : s.nodes) ids.push_back(node_ids.at(i));
+    launch::StepConfig sc{home, s.job, cfg.launcher, cfg.kill_wait};
+    auto sp = launch::spawn_supervisor(stepd_path, sc);
+    bool ok = false;
+    try {
+      ok = st.start_job(s.job, ids, sp.pid, now_seconds());
+    } catch (const std::exception& e) {
+      log("job " + std::to_string(s.job) + ": start failed: " + e.what());
+    }
+    launch::release(sp);  // the supervisor runs the job only if the start committed
+    if (ok) {
+      ++started;
+      log("job " + std::to_string(s.job) + " started on " + std::to_string(ids.size()) + " node(s)");
+    }
+  }
+  if (!d.holds.empty()) {
+    st.db().write_tx([&] {
+      for (auto& [id, why] : d.holds) st.set_reason(id, why);
+    });
+  }
+  return started;
+}
+
+int Daemon::run() {
+  std::string lockp = home + "/mjsched.lock";
+  int lock = ::open(lockp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    std::string pid;
+    std::ifstream(home + "/mjsched.pid") >> pid;
+    std::cerr << "mjsched: error: a scheduler is already running for " << home
+              << (pid.empty() ? "" : " (pid " + pid + ")") << "\n";
+    return 1;
+  }
+  {
+    std::ofstream pf(home + "/mjsched.pid");
+    pf << ::getpid() << "\n";
+  }
+  State(state_path(home), true);  // create / migrate
+  int lfd = proto::listen_unix(sched_socket(home));
+
+  ::signal(SIGCHLD, SIG_IGN);  // supervisors are reaped automatically
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  int sfd = ::signalfd(-1, &set, SFD_CLOEXEC);
+
+  log("serving " + home + " policy=" + sched::to_string(cfg.policy.policy) + " launcher=" + cfg.launcher +
+      " tick=" + std::to_string(cfg.tick) + "s");
+  bool wake = true;
+  double next_tick = 0;
+  while (!stop) {
+    double now = now_seconds();
+    if (wake || now >= next_tick) {
+      try {
+        pass();
+      } catch (const std::exception& e) {
+        log(std::string("pass failed: ") + e.what());
+      }
+      wake = false;
+      next_tick = now_seconds() + cfg.tick;
+    }
+    pollfd p[2] = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    int timeout = std::max(1, static_cast<int>((next_tick - now_seconds()) * 1000));
+    if (::poll(p, 2, timeout) < 0) continue;
+    if (p[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      (void)!::read(sfd, &si, sizeof si);
+      log("signal " + std::to_string(si.ssi_signo) + ": stopping (jobs keep running)");
+      break;
+    }
+    if (p[0].revents & POLLIN) {
+      // drain every queued connection before the next pass
+      for (;;) {
+        pollfd q{lfd, POLLIN, 0};
+        if (::poll(&q, 1, 0) <= 0) break;
+        int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) break;
+        try {
+          auto m = proto::recv_frame(c, 500);
+          if (m && m->value("op", "") == "ping") {
+            proto::send_frame(c, {{"ok", true},
+                                  {"pid", ::getpid()},
+                                  {"policy", sched::to_string(cfg.policy.policy)},
+                                  {"launcher", cfg.launcher},
+                                  {"tick", cfg.tick}});
+          } else if (m) {
+            wake = true;
+          }
+        } catch (const std::exception& e) {
+          log(std::string("bad message: ") + e.what());
+        }
+        ::close(c);
+      }
+    }
+  }
+  ::close(lfd);
+  ::unlink(sched_socket(home).c_str());
+  ::unlink((home + "/mjsched.pid").c_str());
+  return 0;
+}
+
+}  // namespace dynres::schedd

@@ -1,0 +1,122 @@
+// The shared state file of a virtual cluster: nodes, jobs, allocations over
+// time, events (DESIGN.md "state"; seed 000 Ch. 4 job records).
+//
+// Several tools use it at once (mjsub, mjstat, mjcancel, mjsched, mjstepd):
+// every change that touches more than one row runs in one write transaction,
+// so a crash at any moment leaves either the old or the new state.
+// Times are seconds since the epoch (double); time limits whole seconds,
+// -1 = unlimited.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dynres/db.hpp"
+
+namespace dynres {
+
+/// Job states, named like Slurm's.
+inline constexpr const char* kPending = "PENDING";
+inline constexpr const char* kRunning = "RUNNING";
+inline constexpr const char* kCompleted = "COMPLETED";
+inline constexpr const char* kFailed = "FAILED";
+inline constexpr const char* kCancelled = "CANCELLED";
+inline constexpr const char* kTimeout = "TIMEOUT";
+inline constexpr const char* kNodeFail = "NODE_FAIL";
+
+/// True for states a job never leaves.
+bool is_final_state(const std::string& s);
+
+struct NodeRecord {
+  int64_t id = 0;
+  std::string name;   ///< label used in node lists (n1, n2 …)
+  std::string host;   ///< real host for the srun launcher (== name inside Slurm)
+  std::string state;  ///< "up" | "down" | "drain"
+  int64_t job_id = 0; ///< job holding the node, 0 when idle
+};
+
+struct JobRecord {
+  int64_t id = 0;
+  std::string name;
+  int64_t uid = 0;
+  std::string state = kPending;
+  std::string kind = "rigid";     ///< rigid | moldable | malleable
+  int req_nodes = 1, min_nodes = 1, max_nodes = 1;
+  std::string constraint = "none";
+  int64_t time_limit = -1;        ///< seconds, -1 unlimited
+  std::optional<double> min_power, max_power;  ///< watts per node
+  std::string script;             ///< the job script's text (stored copy)
+  std::string workdir, stdout_path, stderr_path;  ///< %j/%x already expanded
+  double submit_time = 0;
+  std::optional<double> start_time, end_time;
+  int num_nodes = 0;              ///< nodes held now (or at the end)
+  std::string nodelist;           ///< compressed, e.g. n[1-4]
+  std::optional<int> exit_code;
+  std::string reason;             ///< why pending / how it ended
+  std::optional<int64_t> supervisor_pid;
+  bool cancel_requested = false;
+};
+
+struct AllocationRecord {
+  int64_t job_id = 0;
+  std::string nodelist;
+  int num_nodes = 0;
+  double start_time = 0;
+  std::optional<double> end_time;
+};
+
+class State {
+ public:
+  /// Open the state file (create=true also creates it) and bring the core
+  /// schema up to date. Throws DbError (missing file names the path).
+  explicit State(const std::string& path, bool create = false);
+
+  Db& db() { return db_; }
+
+  // ---- nodes -------------------------------------------------------------
+  /// Insert nodes not yet known (name, host); existing ones keep their state.
+  void register_nodes(const std::vector<std::pair<std::string, std::string>>& name_host);
+  std::vector<NodeRecord> nodes();
+  /// Number of nodes that are not down (what a job may ask for at most).
+  int usable_node_count();
+
+  // ---- jobs --------------------------------------------------------------
+  /// Insert a PENDING job and a "submit" event in one transaction; fills
+  /// %j in the output paths with the new id. Returns the id.
+  int64_t submit(JobRecord job);
+  std::optional<JobRecord> job(int64_t id);
+  /// Jobs in the given states (empty = all), ordered by (submit_time, id).
+  std::vector<JobRecord> jobs(const std::vector<std::string>& states = {});
+
+  /// Start a PENDING job on nodes (ids of idle, up nodes), recording the
+  /// supervisor pid: job RUNNING, allocation opened, nodes taken, event.
+  /// Returns false (and changes nothing) when the job is no longer PENDING or
+  /// a node is no longer idle.
+  bool start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now);
+
+  /// Record the end of a RUNNING job: final state, exit code, reason, end
+  /// time; closes its allocation and frees its nodes. Returns false when the
+  /// job was not RUNNING (already recorded).
+  bool finish_job(int64_t id, const std::string& final_state, std::optional<int> exit_code,
+                  const std::string& reason, double now);
+
+  /// Cancel a PENDING job. Returns false when it is not pending any more.
+  bool cancel_pending(int64_t id, double now);
+  /// Mark a running job so its supervisor records CANCELLED when it ends.
+  void request_cancel(int64_t id);
+
+  void set_reason(int64_t id, const std::string& reason);
+  void event(double time, int64_t job_id, const std::string& kind, const std::string& detail);
+
+  std::vector<AllocationRecord> allocations();
+
+ private:
+  Db db_;
+};
+
+/// Read one job row from a statement selecting kJobColumns.
+JobRecord job_from_row(const Stmt& s);
+extern const char* const kJobColumns;
+
+}  // namespace dynres

@@ -1,0 +1,269 @@
+#include "dynres/state.hpp"
+
+#include <set>
+
+#include "dynres/hostlist.hpp"
+
+namespace dynres {
+
+namespace {
+// Schema of module "core". Append migrations; never edit a released one.
+const std::vector<std::string> kCoreMigrations = {
+    R"sql(
+CREATE TABLE nodes(
+  id     INTEGER PRIMARY KEY,
+  name   TEXT NOT NULL UNIQUE,
+  host   TEXT NOT NULL,
+  state  TEXT NOT NULL DEFAULT 'up' CHECK(state IN ('up','down','drain')),
+  job_id INTEGER REFERENCES jobs(id)
+);
+CREATE TABLE jobs(
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  name        TEXT NOT NULL,
+  uid         INTEGER NOT NULL,
+  state       TEXT NOT NULL CHECK(state IN ('PENDING','RUNNING','COMPLETED','FAILED','CANCELLED','TIMEOUT','NODE_FAIL')),
+  kind        TEXT NOT NULL CHECK(kind IN ('rigid','moldable','malleable')),
+  req_nodes   INTEGER NOT NULL CHECK(req_nodes >= 1),
+  min_nodes   INTEGER NOT NULL CHECK(min_nodes >= 1),
+  max_nodes   INTEGER NOT NULL,
+  node_constraint TEXT NOT NULL,
+  time_limit  INTEGER NOT NULL,
+  min_power   REAL,
+  max_power   REAL,
+  script      TEXT NOT NULL,
+  workdir     TEXT NOT NULL,
+  stdout_path TEXT NOT NULL,
+  stderr_path TEXT NOT NULL,
+  submit_time REAL NOT NULL,
+  start_time  REAL,
+  end_time    REAL,
+  num_nodes   INTEGER NOT NULL DEFAULT 0,
+  nodelist    TEXT NOT NULL DEFAULT '',
+  exit_code   INTEGER,
+  reason      TEXT NOT NULL DEFAULT '',
+  supervisor_pid INTEGER,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  CHECK(min_nodes <= max_nodes)
+);
+CREATE INDEX jobs_by_state ON jobs(state, submit_time, id);
+CREATE TABLE allocations(
+  id         INTEGER PRIMARY KEY,
+  job_id     INTEGER NOT NULL REFERENCES jobs(id),
+  nodelist   TEXT NOT NULL,
+  num_nodes  INTEGER NOT NULL,
+  start_time REAL NOT NULL,
+  end_time   REAL
+);
+CREATE INDEX allocations_by_job ON allocations(job_id);
+CREATE TABLE events(
+  id     INTEGER PRIMARY KEY,
+  time   REAL NOT NULL,
+  job_id INTEGER,
+  kind   TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT ''
+);
+)sql",
+};
+
+std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '%' && i + 1 < p.size()) {
+      char c = p[i + 1];
+      if (c == 'j') { out += std::to_string(id); ++i; continue; }
+      if (c == 'x') { out += name; ++i; continue; }
+      if (c == '%') { out += '%'; ++i; continue; }
+    }
+    out += p[i];
+  }
+  return out;
+}
+}  // namespace
+
+const char* const kJobColumns =
+    "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
+    "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
+    "reason,supervisor_pid,cancel_requested";
+
+JobRecord job_from_row(const Stmt& s) {
+  JobRecord j;
+  j.id = s.i64(0);
+  j.name = s.text(1);
+  j.uid = s.i64(2);
+  j.state = s.text(3);
+  j.kind = s.text(4);
+  j.req_nodes = static_cast<int>(s.i64(5));
+  j.min_nodes = static_cast<int>(s.i64(6));
+  j.max_nodes = static_cast<int>(s.i64(7));
+  j.constraint = s.text(8);
+  j.time_limit = s.i64(9);
+  j.min_power = s.opt_f64(10);
+  j.max_power = s.opt_f64(11);
+  j.script = s.text(12);
+  j.workdir = s.text(13);
+  j.stdout_path = s.text(14);
+  j.stderr_path = s.text(15);
+  j.submit_time = s.f64(16);
+  j.start_time = s.opt_f64(17);
+  j.end_time = s.opt_f64(18);
+  j.num_nodes = static_cast<int>(s.i64(19));
+  j.nodelist = s.text(20);
+  if (!s.is_null(21)) j.exit_code = static_cast<int>(s.i64(21));
+  j.reason = s.text(22);
+  j.supervisor_pid = s.opt_i64(23);
+  j.cancel_requested = s.i64(24) != 0;
+  return j;
+}
+
+bool is_final_state(const std::string& s) {
+  return s == kCompleted || s == kFailed || s == kCancelled || s == kTimeout || s == kNodeFail;
+}
+
+State::State(const std::string& path, bool create) : db_(path, create) { db_.migrate("core", kCoreMigrations); }
+
+void State::register_nodes(const std::vector<std::pair<std::string, std::string>>& name_host) {
+  db_.write_tx([&] {
+    Stmt ins(db_, "INSERT INTO nodes(name, host) VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET host=excluded.host");
+    for (auto& [n, h] : name_host) {
+      ins.bind(1, n).bind(2, h).run();
+      ins.reset();
+    }
+  });
+}
+
+std::vector<NodeRecord> State::nodes() {
+  std::vector<NodeRecord> out;
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0) FROM nodes ORDER BY id");
+  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4)});
+  return out;
+}
+
+int State::usable_node_count() {
+  Stmt s(db_, "SELECT COUNT(*) FROM nodes WHERE state != 'down'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+int64_t State::submit(JobRecord j) {
+  int64_t id = 0;
+  db_.write_tx([&] {
+    Stmt s(db_,
+           "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
+           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
+    s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
+    s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
+    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, std::string("None"));
+    s.run();
+    id = db_.last_insert_id();
+    Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");
+    u.bind(1, expand_pattern(j.stdout_path, id, j.name)).bind(2, expand_pattern(j.stderr_path, id, j.name));
+    u.bind(3, id).run();
+    event(j.submit_time, id, "submit", "");
+  });
+  return id;
+}
+
+std::optional<JobRecord> State::job(int64_t id) {
+  Stmt s(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id=?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return job_from_row(s);
+}
+
+std::vector<JobRecord> State::jobs(const std::vector<std::string>& states) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs";
+  if (!states.empty()) {
+    sql += " WHERE state IN (";
+    for (size_t i = 0; i < states.size(); ++i) sql += i ? ",?" : "?";
+    sql += ")";
+  }
+  sql += " ORDER BY submit_time, id";
+  Stmt s(db_, sql);
+  for (size_t i = 0; i < states.size(); ++i) s.bind(static_cast<int>(i + 1), states[i]);
+  std::vector<JobRecord> out;
+  while (s.step()) out.push_back(job_from_row(s));
+  return out;
+}
+
+bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt st(db_, "SELECT state FROM jobs WHERE id=?");
+    st.bind(1, id);
+    if (!st.step() || st.text(0) != kPending) return;
+    std::vector<std::string> names;
+    Stmt take(db_, "UPDATE nodes SET job_id=? WHERE id=? AND job_id IS NULL AND state='up' RETURNING name");
+    for (auto n : node_ids) {
+      take.bind(1, id).bind(2, n);
+      if (!take.step()) throw DbError("node " + std::to_string(n) + " is not idle");  // rolls back
+      names.push_back(take.text(0));
+      take.reset();
+    }
+    std::string nl = compress_hostlist(names);
+    Stmt up(db_, "UPDATE jobs SET state='RUNNING', start_time=?, num_nodes=?, nodelist=?, supervisor_pid=?, "
+                 "reason='None' WHERE id=?");
+    up.bind(1, now).bind(2, static_cast<int64_t>(names.size())).bind(3, nl).bind(4, supervisor_pid).bind(5, id).run();
+    Stmt al(db_, "INSERT INTO allocations(job_id,nodelist,num_nodes,start_time) VALUES(?,?,?,?)");
+    al.bind(1, id).bind(2, nl).bind(3, static_cast<int64_t>(names.size())).bind(4, now).run();
+    event(now, id, "start", nl);
+    ok = true;
+  });
+  return ok;
+}
+
+bool State::finish_job(int64_t id, const std::string& final_state, std::optional<int> exit_code,
+                       const std::string& reason, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt up(db_, "UPDATE jobs SET state=?, exit_code=?, reason=?, end_time=? WHERE id=? AND state='RUNNING'");
+    up.bind(1, final_state).bind(2, exit_code ? std::optional<int64_t>(*exit_code) : std::nullopt);
+    up.bind(3, reason).bind(4, now).bind(5, id).run();
+    if (db_.changes() == 0) return;
+    Stmt al(db_, "UPDATE allocations SET end_time=? WHERE job_id=? AND end_time IS NULL");
+    al.bind(1, now).bind(2, id).run();
+    Stmt fr(db_, "UPDATE nodes SET job_id=NULL WHERE job_id=?");
+    fr.bind(1, id).run();
+    event(now, id, "end", final_state + (exit_code ? " exit=" + std::to_string(*exit_code) : std::string()) +
+                              (reason.empty() ? "" : " " + reason));
+    ok = true;
+  });
+  return ok;
+}
+
+bool State::cancel_pending(int64_t id, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt up(db_, "UPDATE jobs SET state='CANCELLED', end_time=?, reason='Cancelled' WHERE id=? AND state='PENDING'");
+    up.bind(1, now).bind(2, id).run();
+    if (db_.changes() == 0) return;
+    event(now, id, "cancel", "pending");
+    ok = true;
+  });
+  return ok;
+}
+
+void State::request_cancel(int64_t id) {
+  Stmt up(db_, "UPDATE jobs SET cancel_requested=1 WHERE id=?");
+  up.bind(1, id).run();
+}
+
+void State::set_reason(int64_t id, const std::string& reason) {
+  Stmt up(db_, "UPDATE jobs SET reason=? WHERE id=? AND reason != ?");
+  up.bind(1, reason).bind(2, id).bind(3, reason).run();
+}
+
+void State::event(double time, int64_t job_id, const std::string& kind, const std::string& detail) {
+  Stmt s(db_, "INSERT INTO events(time, job_id, kind, detail) VALUES(?,?,?,?)");
+  s.bind(1, time).bind(2, job_id).bind(3, kind).bind(4, detail).run();
+}
+
+std::vector<AllocationRecord> State::allocations() {
+  std::vector<AllocationRecord> out;
+  Stmt s(db_, "SELECT job_id, nodelist, num_nodes, start_time, end_time FROM allocations ORDER BY start_time, id");
+  while (s.step()) out.push_back({s.i64(0), s.text(1), static_cast<int>(s.i64(2)), s.f64(3), s.opt_f64(4)});
+  return out;
+}
+
+}  // namespace dynres
