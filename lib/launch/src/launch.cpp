@@ -35,7 +35,9 @@ bool supervisor_alive(int64_t pid) {
   if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return errno == EPERM;
   std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
   std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return cmd.find("mjstepd") != std::string::npos;
+  // Between fork() and exec() a new supervisor still shows mjsched's command
+  // line, and during execve() the command line reads empty.
+  return cmd.empty() || cmd.find("mjstepd") != std::string::npos || cmd.find("mjsched") != std::string::npos;
 }
 
 Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -49,6 +50,23 @@ Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<Al
   }
   if (nodes > 0 && m.makespan > 0) m.utilisation = busy / (nodes * m.makespan);
   return m;
+}
+
+void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double f) {
+  double t0 = std::numeric_limits<double>::infinity();
+  for (auto& j : jobs) t0 = std::min(t0, j.submit_time);
+  for (auto& a : allocs) t0 = std::min(t0, a.start_time);
+  if (!std::isfinite(t0)) return;
+  auto sc = [&](double t) { return t0 + (t - t0) * f; };
+  for (auto& j : jobs) {
+    j.submit_time = sc(j.submit_time);
+    if (j.start_time) j.start_time = sc(*j.start_time);
+    if (j.end_time) j.end_time = sc(*j.end_time);
+  }
+  for (auto& a : allocs) {
+    a.start_time = sc(a.start_time);
+    if (a.end_time) a.end_time = sc(*a.end_time);
+  }
 }
 
 nlohmann::json to_json(const Metrics& m) {

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -82,6 +84,8 @@ int Daemon::pass() {
   // Reconcile: a RUNNING job needs a live supervisor.
   for (auto& j : st.jobs({kRunning})) {
     if (!launch::supervisor_alive(j.supervisor_pid.value_or(0))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // confirm: no transient misread
+      if (launch::supervisor_alive(j.supervisor_pid.value_or(0))) continue;
       // re-read: the supervisor may have recorded the end meanwhile
       auto fresh = st.job(j.id);
       if (fresh && fresh->state == kRunning && st.finish_job(j.id, kFailed, std::nullopt, "supervisor lost", now))

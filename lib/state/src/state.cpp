@@ -189,6 +189,8 @@ std::vector<JobRecord> State::jobs(const std::vector<std::string>& states) {
 
 bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now) {
   bool ok = false;
+  struct NotIdle {};  // rolls the transaction back; start_job then returns false
+  try {
   db_.write_tx([&] {
     Stmt st(db_, "SELECT state FROM jobs WHERE id=?");
     st.bind(1, id);
@@ -197,7 +199,7 @@ bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t 
     Stmt take(db_, "UPDATE nodes SET job_id=? WHERE id=? AND job_id IS NULL AND state='up' RETURNING name");
     for (auto n : node_ids) {
       take.bind(1, id).bind(2, n);
-      if (!take.step()) throw DbError("node " + std::to_string(n) + " is not idle");  // rolls back
+      if (!take.step()) throw NotIdle{};  // node busy, down or unknown: roll back
       names.push_back(take.text(0));
       take.reset();
     }
@@ -210,6 +212,9 @@ bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t 
     event(now, id, "start", nl);
     ok = true;
   });
+  } catch (const NotIdle&) {
+    return false;
+  }
   return ok;
 }
 

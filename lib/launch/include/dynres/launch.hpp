@@ -47,7 +47,8 @@ void release(Spawned& s);
 /// Returns the process exit status for mjstepd.
 int run_step(const StepConfig& cfg, int go_fd);
 
-/// True if pid is a live mjstepd process (guards against pid reuse).
+/// True if pid is a live mjstepd process, or an mjsched child about to exec
+/// one (guards against pid reuse by unrelated processes).
 bool supervisor_alive(int64_t pid);
 
 /// Directory of the running executable (to find mjstepd next to mjsched).

@@ -30,6 +30,10 @@ Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<Al
 
 nlohmann::json to_json(const Metrics& m);
 
+/// Multiply every time of the records by factor (relative to the first
+/// submission), to report a time-scaled run in unscaled seconds.
+void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double factor);
+
 /// Write a Gantt chart (nodes × time, one box per job per node) as PNG via
 /// gnuplot. node_order gives the y position of each node name. Throws
 /// std::runtime_error if gnuplot is missing or fails.
