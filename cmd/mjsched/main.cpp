@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     }
     if (st.nodes().empty()) throw std::runtime_error("the cluster has no nodes: pass --nodes (see vcluster-boot(1))");
     }
+    d.lock();  // before detaching, so a second daemon fails on the terminal
     if (daemon) {
       pid_t pid = ::fork();
       if (pid < 0) throw std::runtime_error("fork failed");

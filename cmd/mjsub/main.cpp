@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
     else
       app.add_flag_callback(names, [&req, canon] { req.options.push_back({canon, ""}); }, o.help);
   }
+  for (auto& o : dynres::ignored_sbatch_options()) {
+    std::string names;
+    for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
+    auto* opt = o.takes_value ? app.add_option(names, o.help) : app.add_flag(names, o.help);
+    opt->group("sbatch compatibility (no effect)");
+  }
   app.add_flag("--parsable", parsable, "print only the job id");
   app.add_flag("--json", json, "print the created job as JSON");
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");

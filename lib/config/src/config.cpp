@@ -10,17 +10,18 @@ namespace {
 
 void check_keys(const YAML::Node& n, const std::string& section, const std::set<std::string>& known,
                 const std::string& path) {
-  if (!n) return;
+  if (!n || n.IsNull()) return;  // an empty section means "all defaults"
   if (!n.IsMap()) throw ConfigError(path + ": '" + section + "' must be a mapping");
   for (auto it = n.begin(); it != n.end(); ++it) {
     auto k = it->first.as<std::string>();
-    if (!known.count(k)) throw ConfigError(path + ": unknown key '" + section + "." + k + "'");
+    if (!known.count(k))
+      throw ConfigError(path + ": unknown key '" + (section.empty() ? k : section + "." + k) + "'");
   }
 }
 
 template <class T>
 T get(const YAML::Node& n, const char* key, T def, const std::string& where, const std::string& path) {
-  if (!n || !n[key]) return def;
+  if (!n || !n.IsMap() || !n[key]) return def;
   try {
     return n[key].as<T>();
   } catch (const YAML::Exception&) {

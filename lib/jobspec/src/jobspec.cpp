@@ -30,13 +30,34 @@ const std::vector<OptionDef>& job_options() {
   return opts;
 }
 
+const std::vector<OptionDef>& ignored_sbatch_options() {
+  static const std::vector<OptionDef> opts = {
+      {{"-n", "--ntasks"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--ntasks-per-node"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"-c", "--cpus-per-task"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"-p", "--partition"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"-A", "--account"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"-q", "--qos"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--mem"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--mail-type"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--mail-user"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--export"}, true, "accepted for sbatch compatibility; no effect"},
+      {{"--exclusive"}, false, "accepted for sbatch compatibility; no effect"},
+      {{"--get-user-env"}, false, "accepted for sbatch compatibility; no effect"},
+      {{"--requeue"}, false, "accepted for sbatch compatibility; no effect"},
+      {{"--no-requeue"}, false, "accepted for sbatch compatibility; no effect"},
+  };
+  return opts;
+}
+
 namespace {
 
-// sbatch options accepted for compatibility; they change nothing here.
-const std::set<std::string> kIgnored = {"-n", "--ntasks", "--ntasks-per-node", "-c", "--cpus-per-task",
-                                        "-p", "--partition", "-A", "--account", "--mem", "--exclusive",
-                                        "--mail-type", "--mail-user", "--export", "--get-user-env",
-                                        "--no-requeue", "--requeue", "-q", "--qos"};
+const std::set<std::string> kIgnored = [] {
+  std::set<std::string> s;
+  for (auto& o : ignored_sbatch_options())
+    for (auto& n : o.names) s.insert(n);
+  return s;
+}();
 
 int parse_count(const std::string& opt, const std::string& v) {
   if (v.empty() || v.size() > 7) throw SpecError(opt + ": invalid node count '" + v + "'");
@@ -178,8 +199,11 @@ std::vector<Directive> parse_directives(const std::string& script) {
         throw SpecError("line " + std::to_string(no) + ": '" + line + "': expected an option, got '" + w + "'");
       }
       const OptionDef* o = find_option(d.name);
-      bool takes = o ? o->takes_value : (kIgnored.count(d.name) && d.name != "--exclusive" && d.name != "--requeue" &&
-                                         d.name != "--no-requeue" && d.name != "--get-user-env");
+      if (!o)
+        for (auto& ig : ignored_sbatch_options())
+          for (auto& n : ig.names)
+            if (n == d.name) o = &ig;
+      bool takes = o && o->takes_value;
       if (takes && d.value.empty() && w.find('=') == std::string::npos) {
         if (k + 1 >= words.size())
           throw SpecError("line " + std::to_string(no) + ": '" + line + "': " + d.name + " needs a value");
@@ -251,6 +275,7 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.stdout_path = abs(s.output.value_or("mj-%j.out"));
   j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
   j.script = script_text;
+  j.submit_dir = cwd;
   j.uid = static_cast<int64_t>(::getuid());
   j.state = kPending;
   return j;

@@ -1,4 +1,5 @@
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,8 @@ namespace dynres {
 
 JobRecord submit_job(const SubmitRequest& req) {
   std::string text, default_name;
+  if (req.script_path.empty() && ::isatty(0))
+    throw SpecError("no job script given (and standard input is a terminal): mjsub [options] SCRIPT");
   if (req.script_path.empty() || req.script_path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     default_name = "sbatch";
@@ -57,6 +60,7 @@ nlohmann::json job_to_json(const JobRecord& j) {
                       {"nodelist", j.nodelist},
                       {"submit_time", j.submit_time},
                       {"workdir", j.workdir},
+                      {"submit_dir", j.submit_dir},
                       {"stdout", j.stdout_path},
                       {"stderr", j.stderr_path}};
   o["start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);

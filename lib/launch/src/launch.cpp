@@ -41,15 +41,20 @@ bool supervisor_alive(int64_t pid) {
 }
 
 Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
-  int p[2];
+  int p[2], ex[2];  // p: the "go" pipe; ex: closes on a successful exec (or carries errno)
   if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  if (::pipe2(ex, O_CLOEXEC) != 0) {
     ::close(p[0]);
     ::close(p[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    for (int fd : {p[0], p[1], ex[0], ex[1]}) ::close(fd);
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    ::close(ex[0]);
     ::setsid();
     ::dup2(p[0], 3);  // dup2 clears close-on-exec on fd 3
     int devnull = ::open("/dev/null", O_RDWR);
@@ -63,10 +68,23 @@ Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGCHLD, SIG_DFL);
     ::execv(stepd_path.c_str(), const_cast<char* const*>(argv.data()));
-    std::fprintf(stderr, "mjsched: cannot exec %s: %s\n", stepd_path.c_str(), std::strerror(errno));
+    int e = errno;
+    (void)!::write(ex[1], &e, sizeof e);
     ::_exit(127);
   }
   ::close(p[0]);
+  ::close(ex[1]);
+  // Wait until the child has exec'd mjstepd, so liveness checks never see a
+  // half-started supervisor.
+  int e = 0;
+  ssize_t n;
+  while ((n = ::read(ex[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  ::close(ex[0]);
+  if (n > 0) {
+    ::close(p[1]);
+    throw std::runtime_error("cannot exec " + stepd_path + ": " + std::strerror(e));
+  }
   return {pid, p[1]};
 }
 
@@ -178,7 +196,7 @@ int run_step(const StepConfig& cfg, int go_fd) {
     ::setenv("MJ_JOB_NUM_NODES", std::to_string(names.size()).c_str(), 1);
     ::setenv("MJ_NODEFILE", nodefile.c_str(), 1);
     ::setenv("MJ_SOCKET", sched_socket(cfg.home).c_str(), 1);
-    ::setenv("MJ_SUBMIT_DIR", job->workdir.c_str(), 1);
+    ::setenv("MJ_SUBMIT_DIR", (job->submit_dir.empty() ? job->workdir : job->submit_dir).c_str(), 1);
     std::vector<std::string> args;
     if (cfg.launcher == "srun") {
       const char* sj = std::getenv("SLURM_JOB_ID");

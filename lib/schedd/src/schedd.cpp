@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <fstream>
 #include <iostream>
 #include <unordered_map>
@@ -78,8 +80,13 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   return s;
 }
 
+State& Daemon::state() {
+  if (!state_) state_ = std::make_unique<State>(state_path(home));
+  return *state_;
+}
+
 int Daemon::pass() {
-  State st(state_path(home));
+  State& st = state();
   double now = now_seconds();
   // Reconcile: a RUNNING job needs a live supervisor.
   for (auto& j : st.jobs({kRunning})) {
@@ -123,16 +130,26 @@ int Daemon::pass() {
   return started;
 }
 
-int Daemon::run() {
+namespace {
+int g_lock_fd = -1;  // held for the daemon's lifetime
+}
+
+void Daemon::lock() {
+  if (g_lock_fd >= 0) return;
   std::string lockp = home + "/mjsched.lock";
-  int lock = ::open(lockp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+  int fd = ::open(lockp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open " + lockp + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
     std::string pid;
     std::ifstream(home + "/mjsched.pid") >> pid;
-    std::cerr << "mjsched: error: a scheduler is already running for " << home
-              << (pid.empty() ? "" : " (pid " + pid + ")") << "\n";
-    return 1;
+    throw std::runtime_error("a scheduler is already running for " + home + (pid.empty() ? "" : " (pid " + pid + ")"));
   }
+  g_lock_fd = fd;
+}
+
+int Daemon::run() {
+  lock();
   {
     std::ofstream pf(home + "/mjsched.pid");
     pf << ::getpid() << "\n";
@@ -161,6 +178,7 @@ int Daemon::run() {
         pass();
       } catch (const std::exception& e) {
         log(std::string("pass failed: ") + e.what());
+        state_.reset();  // reopen the state file on the next pass
       }
       wake = false;
       next_tick = now_seconds() + cfg.tick;

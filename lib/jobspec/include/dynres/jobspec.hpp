@@ -39,6 +39,10 @@ struct OptionDef {
 /// The job options, in the order mjsub --help lists them.
 const std::vector<OptionDef>& job_options();
 
+/// sbatch options accepted for compatibility that change nothing here
+/// (e.g. --ntasks-per-node of seed 000 Listing 4.1).
+const std::vector<OptionDef>& ignored_sbatch_options();
+
 /// Set option `name` (any of its names, with dashes) to `value` in spec.
 /// Throws SpecError("--nodes: invalid value 'x' ...") on a bad value and
 /// SpecError("unknown option ...") for a name not in job_options() (options

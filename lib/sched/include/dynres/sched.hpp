@@ -87,7 +87,7 @@ struct Resize {
 };
 
 /// What the policy wants done. `holds` gives, for waiting jobs not started,
-/// a short reason ("Resources", "Priority", "Reservation") like squeue.
+/// a short reason ("Resources", "Priority") like squeue.
 struct Decision {
   std::vector<Start> starts;
   std::vector<Resize> expands;

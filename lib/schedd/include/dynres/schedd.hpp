@@ -7,6 +7,7 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "dynres/config.hpp"
@@ -25,6 +26,11 @@ struct Daemon {
   std::string stepd_path;   ///< mjstepd executable
   std::atomic<bool> stop{false};
 
+  /// Take the exclusive lock on home/mjsched.lock (kept across fork, so
+  /// take it before daemonizing). Throws std::runtime_error naming the pid of
+  /// the scheduler already running for this cluster.
+  void lock();
+
   /// Serve until SIGTERM/SIGINT or stop. Holds an exclusive lock on
   /// home/mjsched.lock (a second daemon on the same cluster exits with an
   /// error naming the pid), writes home/mjsched.pid, listens on the socket.
@@ -35,6 +41,10 @@ struct Daemon {
 
   /// One scheduling pass (Alg. 1 lines 2-4); returns jobs started.
   int pass();
+
+ private:
+  std::unique_ptr<State> state_;  ///< one connection for the daemon's life
+  State& state();
 };
 
 }  // namespace dynres::schedd

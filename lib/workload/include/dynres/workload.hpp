@@ -33,7 +33,7 @@ struct EspOptions {
   double moldable_fraction = 0; ///< probability a non-Z job is moldable
   double serial_fraction = 0.05;///< Amdahl serial fraction of the emulated application
   double limit_factor = 1.2;    ///< time limit = factor × runtime at the smallest size
-  int moldable_max = 32;        ///< upper node bound of moldable jobs (seed 000 §9.2.1)
+  int moldable_max = 32;        ///< upper node bound of moldable jobs (seed 000 §9.1)
 };
 
 /// One job to submit.

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# submit_rate — how fast can 8 concurrent mjsub processes record jobs in the
+# shared state file?
+#
+#   bench/state/submit_rate.sh [-n JOBS] [-p PROCS] [-r REPEATS] [--nodes N]
+#
+# For each repetition, on fresh 8-node local clusters:
+#   daemon up   — mjsched running (tick 0.2 s) and starting the trivial jobs
+#                 (`true`, 1 node) while they are submitted;
+#   daemon down — the same with mjsched stopped (jobs stay PENDING; mjsub's
+#                 wake-up finds nobody listening);
+#   baselines   — the same number of single-row INSERT transactions into a
+#                 scratch WAL database (busy_timeout, synchronous=NORMAL, as
+#                 the state file) from PROCS concurrent sqlite3 CLI processes:
+#                   (a) one long-lived sqlite3 per process, one transaction
+#                       per row: the bare database;
+#                   (b) one sqlite3 process per row: process start-up + open
+#                       + one transaction, like one mjsub per job.
+# Wall time → rows/s; the median of the repetitions is reported, with the
+# ratio mjsub / baseline. Target: >= 300 submissions/s with the daemon up.
+#
+# Environment: DYNRES_BUILD (default <repo>/build), DYNRES_SRC.
+SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${DYNRES_SRC:=$(cd "$SELF_DIR/../.." && pwd)}"
+. "$DYNRES_SRC/t/lib.sh"
+T_NAME=submit_rate
+
+JOBS=400 PROCS=8 REPS=5 NODES=8
+while (($#)); do
+  case $1 in
+    -n) JOBS=$2; shift 2 ;;
+    -p) PROCS=$2; shift 2 ;;
+    -r) REPS=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "submit_rate: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+((JOBS % PROCS == 0)) || { echo "submit_rate: -n ($JOBS) must be a multiple of -p ($PROCS)" >&2; exit 2; }
+PER=$((JOBS / PROCS))
+t_begin 3000
+[[ -n $(command -v sqlite3) ]] || { echo "submit_rate: needs sqlite3" >&2; exit 1; }
+
+now() { date +%s.%N; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN{printf "%.1f", n/(b-a)}'; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b-a}'; }
+median() { sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
+W=$T_TMP/work
+mkdir -p "$W"
+cd "$W" || exit 1
+write_script "$W/true.sh" '#!/bin/sh' '#SBATCH -N 1' '#SBATCH -o /dev/null' 'true'
+SCRIPT_TEXT=$(cat "$W/true.sh")
+
+# mjsub_run DIR -> "seconds failures"
+mjsub_run() {
+  local dir=$1 k t0 t1 fails
+  rm -f "$W"/rc.* "$W"/err.*
+  t0=$(now)
+  for k in $(seq "$PROCS"); do
+    (
+      export DYNRES_HOME=$dir
+      for _ in $(seq "$PER"); do
+        mjsub --parsable true.sh >/dev/null 2>>"$W/err.$k"
+        echo $? >>"$W/rc.$k"
+      done
+    ) &
+  done
+  wait
+  t1=$(now)
+  fails=$(cat "$W"/rc.* | grep -vc '^0$')
+  if grep -qi locked "$W"/err.* 2>/dev/null; then fails="$fails (locked!)"; fi
+  [[ $(count_jobs "$dir") == "$JOBS" ]] || fails="$fails (jobs recorded: $(count_jobs "$dir"))"
+  echo "$(secs "$t0" "$t1") $fails"
+}
+
+# baseline_db FILE — scratch database shaped like the jobs table
+baseline_db() {
+  rm -f "$1" "$1"-wal "$1"-shm
+  sqlite3 "$1" "PRAGMA journal_mode=WAL;" \
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, state TEXT NOT NULL,
+       req_nodes INTEGER NOT NULL, script TEXT NOT NULL, stdout_path TEXT NOT NULL, submit_time REAL NOT NULL);
+     CREATE INDEX jobs_by_state ON jobs(state, submit_time, id);
+     CREATE TABLE events(id INTEGER PRIMARY KEY, time REAL NOT NULL, job_id INTEGER, kind TEXT NOT NULL,
+       detail TEXT NOT NULL DEFAULT '');" >/dev/null
+}
+INSERT="BEGIN IMMEDIATE; INSERT INTO jobs(name,state,req_nodes,script,stdout_path,submit_time)
+  VALUES('true.sh','PENDING',1,'${SCRIPT_TEXT//\'/\'\'}','/dev/null',julianday('now'));
+  INSERT INTO events(time,job_id,kind) VALUES(julianday('now'),last_insert_rowid(),'submit'); COMMIT;"
+
+# baseline_long DB -> seconds: PROCS sqlite3 processes, PER transactions each
+baseline_long() {
+  local db=$1 k t0 t1
+  baseline_db "$db"
+  for k in $(seq "$PROCS"); do
+    { echo ".timeout 30000"; echo "PRAGMA synchronous=NORMAL;"; for _ in $(seq "$PER"); do echo "$INSERT"; done; } \
+      >"$W/sql.$k"
+  done
+  t0=$(now)
+  for k in $(seq "$PROCS"); do sqlite3 -batch "$db" <"$W/sql.$k" >/dev/null 2>>"$W/berr" & done
+  wait
+  t1=$(now)
+  [[ $(sqlite3 "$db" "SELECT COUNT(*) FROM jobs") == "$JOBS" ]] || echo "baseline: rows missing" >&2
+  secs "$t0" "$t1"
+}
+# baseline_proc DB -> seconds: one sqlite3 process per row, PROCS loops
+baseline_proc() {
+  local db=$1 k t0 t1
+  baseline_db "$db"
+  t0=$(now)
+  for k in $(seq "$PROCS"); do
+    (for _ in $(seq "$PER"); do sqlite3 -batch -cmd ".timeout 30000" -cmd "PRAGMA synchronous=NORMAL" "$db" "$INSERT" >/dev/null 2>>"$W/berr"; done) &
+  done
+  wait
+  t1=$(now)
+  [[ $(sqlite3 "$db" "SELECT COUNT(*) FROM jobs") == "$JOBS" ]] || echo "baseline: rows missing" >&2
+  secs "$t0" "$t1"
+}
+
+echo "submit_rate: $PROCS procs, $JOBS jobs, $NODES-node local cluster, $REPS repetitions, $(nproc) cores"
+UP=() DOWN=() BL=() BP=()
+for r in $(seq "$REPS"); do
+  c=$T_TMP/up$r
+  boot_cluster "$c" "$NODES" --tick 0.2 --kill-wait 1
+  read -r up upfail < <(mjsub_run "$c")
+  wait_for 120 "rep $r: all jobs ended" no_active_jobs "$c" >/dev/null
+  notdone=$(count_jobs "$c" "state != 'COMPLETED'")
+  vcluster-down --dir "$c" >/dev/null 2>&1
+
+  c=$T_TMP/down$r
+  boot_cluster "$c" "$NODES" --tick 0.2 --kill-wait 1
+  sp=$(sched_pid "$c")
+  kill -TERM "$sp"
+  wait_for 10 "mjsched stopped" pids_gone "$sp" >/dev/null
+  read -r down downfail < <(mjsub_run "$c")
+  vcluster-down --dir "$c" >/dev/null 2>&1
+
+  bl=$(baseline_long "$T_TMP/base.db")
+  bp=$(baseline_proc "$T_TMP/base.db")
+  UP+=("$up") DOWN+=("$down") BL+=("$bl") BP+=("$bp")
+  printf 'rep %d: daemon up %6.3f s (%s/s, failed %s, not COMPLETED %s) | daemon down %6.3f s (%s/s, failed %s) | sqlite3 %6.3f s (%s/s) | sqlite3 per row %6.3f s (%s/s)\n' \
+    "$r" "$up" "$(rate "$JOBS" 0 "$up")" "$upfail" "$notdone" "$down" "$(rate "$JOBS" 0 "$down")" "$downfail" \
+    "$bl" "$(rate "$JOBS" 0 "$bl")" "$bp" "$(rate "$JOBS" 0 "$bp")"
+done
+[[ -s $W/berr ]] && { echo "baseline errors:"; sort "$W/berr" | uniq -c | head; }
+
+mu=$(printf '%s\n' "${UP[@]}" | median)
+md=$(printf '%s\n' "${DOWN[@]}" | median)
+ml=$(printf '%s\n' "${BL[@]}" | median)
+mp=$(printf '%s\n' "${BP[@]}" | median)
+ru=$(rate "$JOBS" 0 "$mu") rd=$(rate "$JOBS" 0 "$md") rl=$(rate "$JOBS" 0 "$ml") rp=$(rate "$JOBS" 0 "$mp")
+echo "median of $REPS:"
+echo "mjsub (daemon up):   $PROCS procs, $JOBS jobs, $mu s, $ru submissions/s (target >= 300/s)$(awk -v r="$ru" 'BEGIN{if (r < 300) print "  BELOW TARGET"}')"
+echo "mjsub (daemon down): $PROCS procs, $JOBS jobs, $md s, $rd submissions/s"
+echo "baseline sqlite3 inserts ($PROCS long-lived sqlite3, 1 tx per row): $ml s, $rl /s; ratio mjsub(up)/baseline $(awk -v a="$ru" -v b="$rl" 'BEGIN{printf "%.3f", a/b}'), mjsub(down)/baseline $(awk -v a="$rd" -v b="$rl" 'BEGIN{printf "%.3f", a/b}')"
+echo "baseline sqlite3 inserts (one sqlite3 process per row):            $mp s, $rp /s; ratio mjsub(up)/baseline $(awk -v a="$ru" -v b="$rp" 'BEGIN{printf "%.3f", a/b}'), mjsub(down)/baseline $(awk -v a="$rd" -v b="$rp" 'BEGIN{printf "%.3f", a/b}')"
+t_done >/dev/null

@@ -1,0 +1,64 @@
+// iCheck agent (seed 000 §6.1.1.1, §6.2, §6.2.3, §6.2.5): serves the
+// processes of ONE application (identity: app name + uid), moves checkpoint
+// data by libfabric RMA, keeps versions in memory and writes the second level.
+//
+// Control protocol (JSON frames, see wire.hpp), one connection per "slot"
+// (an MPI rank for MR, a node leader for SHMR):
+//   hello    {app, uid, slot, nslots, nagents, agent_index, peers[], provider, addr}
+//            -> {addr, provider, versions:[...]}        peers = control addresses of all agents
+//   begin    {v, total, regions[], mode:"pull"|"push", key, base}
+//            -> push: {key, base} of the agent piece buffer
+//   chunk    {buf_off, data_off, len}   pull: agent fi_reads library buffer -> piece
+//   end      {v}  piece complete (all bytes present)
+//   publish  {v}  every agent of the app holds v complete: v becomes current,
+//                 older versions of the slot are dropped (§6.2.3.2)
+//   versions {}   -> {versions:[{v, current, total, regions}]}
+//   rbegin   {v, mode, key, base} -> {total, regions, key, base}
+//   rchunk   {buf_off, data_off, len}   pull: agent fi_writes piece -> library buffer
+//   flush    {}   write the current version's part to the second level now
+//   stats    {}   -> {ncops, bytes, seconds, last_op, mem_bytes, slots, rss,
+//                        spare_bytes, recycled}  (bytes; recycled = buffers reused)
+//   shutdown {flush}
+//   part     {v, index, part}  sealed ckstore part from a peer agent (to agent 0)
+// Every reply is {ok:true,...} or {error:"..."}.
+//
+// Second level: when all slots of this agent published v and v is on the
+// schedule (pfs_every), the agent writes its regions with ckstore and seals
+// its part; agent 0 collects all agents' parts and writes the manifest, so a
+// version becomes valid on disk only when all agents aligned on it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace dynres::icheck {
+
+struct AgentOptions {
+  std::string listen;          ///< control address ("unix:/..." or "host:0")
+  std::string id = "a0";       ///< agent id (controller-assigned)
+  std::string app;             ///< application name served
+  uint32_t uid = 0;            ///< owner uid of the application
+  std::string pfs_dir;         ///< second-level root ("" = no second level)
+  std::string provider = "auto";
+  std::string fabric_node;     ///< tcp source address
+  bool multi_level = true;
+  int pfs_every = 1;
+  double compress_threshold_mb = 1024;
+  int keep_versions = 2;
+  std::string ready_file;      ///< if set: write the bound address here when ready
+  bool print_ready = true;     ///< print "READY <addr>" on stdout when ready
+  /// Double buffering (§6.2.3.2): keep the buffer of a superseded version
+  /// and reuse it (already faulted in and registered) for the slot's next
+  /// commit. Costs up to one extra checkpoint of memory per slot between
+  /// commits; false frees superseded versions immediately.
+  bool recycle = true;
+};
+
+/// Run the agent until a shutdown request or *stop becomes true. Returns 0 on
+/// a clean stop; throws on setup errors (bind, fabric).
+int run_agent(const AgentOptions& opt, std::atomic<bool>* stop = nullptr);
+
+/// Element size of an icheck_type value (1..5), 0 for anything else.
+size_t icheck_elem_size(int type);
+
+}  // namespace dynres::icheck

@@ -1,0 +1,53 @@
+// The application side of iCheck (libicheck; seed 000 §6.1.3, §6.2, §6.5.1).
+// icheck.h is a thin C layer over this class. One Client per process.
+//
+// Modes: "rdma" (agents assigned by the controller or listed in the static
+// file; MR layout: one slot per MPI rank, slot r served by agent r % M) and
+// "direct" (no agent reachable: every rank writes its regions with ckstore
+// to the second level, rank 0 writes the manifest).
+// Commit (§6.2.3.1): regions are copied chunk by chunk into a bounded,
+// registered buffer; pull = the agent fi_reads each chunk, push = the library
+// fi_writes it into the agent's piece buffer. A version becomes current only
+// after every rank's agent acknowledged its piece complete; then every agent
+// is told to publish it (§6.2.3.2). Any agent failure turns the commit into a
+// direct write of the same version (§6.5.1) and the mode to "direct" until a
+// later successful probe.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "icheck.h"
+
+namespace dynres::icheck {
+
+class ClientImpl;
+
+class Client {
+ public:
+  Client();
+  ~Client();
+  int init(const char* config, const char* app, const void* comm, int* status);
+  int add(const char* label, void* ptr, size_t count, int type);
+  int commit();
+  int restart();
+  int restore(const char* label, void* ptr, size_t count);
+  int restart_all();
+  int probe(const icheck_hints* hints);
+  int enable_async(int flag);
+  int wait();
+  int finalize(int flags);
+  int64_t version() const;
+  const char* mode() const;
+  /// Time of the last commit in seconds (t_sync of Alg. 5; -1 when none).
+  double last_commit_seconds() const;
+
+ private:
+  std::unique_ptr<ClientImpl> impl_;
+};
+
+/// Safe label / app name: non-empty, <= 128 bytes, no '/', no control
+/// characters, not starting with '.', no "..".
+bool safe_name(const std::string& s);
+
+}  // namespace dynres::icheck

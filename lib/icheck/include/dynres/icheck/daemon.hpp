@@ -1,0 +1,39 @@
+// icheckd roles (seed 000 §6.1.1.2-3, §6.3, §6.5.2, §7.1).
+//
+// Controller: one per cluster. Registers applications, chooses the agent
+// count (Algorithm 5) and places agents (Algorithm 6) on the checkpoint
+// nodes whose managers heartbeat, keeps apps / agents / versions / nodes in
+// the SQLite state file (module "icheck" migrations, tables icheck_*), marks a
+// node down after heartbeat_misses missed heartbeats and gives the affected
+// applications new agents at their next probe. A --standby controller waits
+// while the primary renews its lease in the state file and takes over (same
+// metadata) when the lease expires.
+//
+// Manager: one per checkpoint node. Starts/stops icagent processes on
+// request, heartbeats every heartbeat_interval with the §6.3 metrics
+// (available memory, depletion rate Eq. 6.5, ops Eq. 6.6 and interval 6.7,
+// ops/min, bandwidth Eq. 6.8-6.9, agent count and fill rate Eq. 6.10, power).
+#pragma once
+#include <atomic>
+#include <string>
+
+namespace dynres::icheck {
+
+struct ControllerOptions {
+  std::string config;       ///< static config file
+  bool standby = false;     ///< wait for the primary's lease to expire first
+  std::string listen;       ///< override: address to serve (default: controllers[0] or [1] for standby)
+};
+/// Run until *stop. Returns 0; throws on setup errors.
+int run_controller(const ControllerOptions& o, std::atomic<bool>* stop);
+
+struct ManagerOptions {
+  std::string config;
+  std::string node;         ///< node label (e.g. n1)
+  std::string listen;       ///< command address (default unix:<run_dir>/manager-<node>.sock)
+  std::string agent_bin;    ///< icagent path (default: next to the running executable)
+  double mem_limit_gb = 0;  ///< report at most this much available memory (0 = real MemAvailable)
+};
+int run_manager(const ManagerOptions& o, std::atomic<bool>* stop);
+
+}  // namespace dynres::icheck

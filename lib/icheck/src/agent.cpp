@@ -1,0 +1,503 @@
+#include "dynres/icheck/agent.hpp"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "dynres/icheck/fabric.hpp"
+#include "dynres/icheck/wire.hpp"
+#ifdef ICHECK_HAVE_CKSTORE
+#include "dynres/ckstore.hpp"
+#endif
+
+namespace dynres::icheck {
+
+size_t icheck_elem_size(int t) {
+  switch (t) {
+    case 1: return 4;
+    case 2: return 8;
+    case 3: return 4;
+    case 4: return 1;
+    case 5: return 1;
+    default: return 0;
+  }
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// One version of one slot held in agent memory (seed 000 §6.2.3): a
+/// pre-faulted mapping registered once with the slot's fabric. After the next
+/// version is published the piece becomes the slot's spare and is recycled
+/// as the target of the following commit (double buffering), so a steady
+/// state commit neither maps, faults nor registers memory.
+struct Piece {
+  int slot = 0;
+  Fabric* fab = nullptr;  ///< fabric `mr` is registered with
+  uint64_t v = 0;
+  size_t total = 0;
+  std::unique_ptr<Mapping> mem;
+  std::unique_ptr<MemRegion> mr;
+  json regions;
+  bool complete = false;
+  size_t received = 0;
+  double t0 = 0, t1 = 0;
+};
+using PieceP = std::shared_ptr<Piece>;
+
+struct SlotState {
+  PieceP current;
+  std::map<uint64_t, PieceP> pending;
+  PieceP spare;  ///< recycled buffer of a superseded version (AgentOptions::recycle)
+};
+
+class Agent {
+ public:
+  explicit Agent(const AgentOptions& o) : opt_(o) {}
+
+  int run(std::atomic<bool>* ext_stop) {
+    Socket l = listen_on(opt_.listen);
+    std::string addr = bound_address(l, opt_.listen);
+    self_addr_ = addr;
+    if (!opt_.ready_file.empty()) {
+      std::ofstream(opt_.ready_file + ".tmp") << addr << "\n";
+      std::rename((opt_.ready_file + ".tmp").c_str(), opt_.ready_file.c_str());
+    }
+    if (opt_.print_ready) {
+      std::printf("READY %s\n", addr.c_str());
+      std::fflush(stdout);
+    }
+    std::thread pfs([this] { pfs_loop(); });
+    std::vector<std::thread> workers;
+    while (!stop_ && !(ext_stop && *ext_stop)) {
+      Socket c = accept_on(l, 200);
+      if (!c.valid()) continue;
+      long pu = peer_uid(c);
+      if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0) {
+        try { send_msg(c, {{"error", "perm: connection from another user"}}); } catch (...) {}
+        continue;
+      }
+      auto sp = std::make_shared<Socket>(std::move(c));
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        conns_.push_back(sp);
+      }
+      workers.emplace_back([this, sp] { serve(*sp); });
+    }
+    stop_ = true;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& c : conns_) c->shutdown();
+    }
+    for (auto& t : workers) t.join();
+    pfs_cv_.notify_all();
+    pfs.join();
+    if (is_unix_address(opt_.listen)) ::unlink(opt_.listen.substr(5).c_str());
+    return 0;
+  }
+
+ private:
+  Fabric& fabric(const std::string& prov) {
+    std::lock_guard<std::mutex> g(fab_mu_);
+    auto it = fabrics_.find(prov);
+    if (it != fabrics_.end()) return *it->second;
+    FabricOptions fo;
+    fo.provider = prov;
+    fo.node = opt_.fabric_node;
+    auto f = std::make_unique<Fabric>(fo);
+    auto& ref = *f;
+    fabrics_[prov] = std::move(f);
+    return ref;
+  }
+
+  json versions_of(int slot) {
+    std::lock_guard<std::mutex> g(mu_);
+    json out = json::array();
+    auto it = slots_.find(slot);
+    if (it == slots_.end()) return out;
+    auto add = [&](const PieceP& p, bool cur) {
+      out.push_back({{"v", p->v}, {"current", cur}, {"total", p->total}, {"regions", p->regions}});
+    };
+    if (it->second.current) add(it->second.current, true);
+    for (auto& [v, p] : it->second.pending)
+      if (p->complete) add(p, false);
+    return out;
+  }
+
+  PieceP find_piece(int slot, uint64_t v) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = slots_.find(slot);
+    if (it == slots_.end()) return nullptr;
+    if (it->second.current && it->second.current->v == v) return it->second.current;
+    auto p = it->second.pending.find(v);
+    if (p != it->second.pending.end() && p->second->complete) return p->second;
+    return nullptr;
+  }
+
+  void serve(Socket& s) {
+    struct Conn {
+      bool hello = false;
+      int slot = -1;
+      Fabric* fab = nullptr;
+      uint64_t peer = 0;
+      uint64_t key = 0, base = 0;
+      PieceP piece;
+      std::unique_ptr<Fabric::Busy> busy;
+    } c;
+    for (;;) {
+      json m;
+      try {
+        m = recv_msg(s, -1);
+      } catch (const WireError&) {
+        break;  // library gone: pending pieces stay pending (never current)
+      }
+      json r = {{"ok", true}};
+      try {
+        std::string op = m.value("op", "");
+        if (op == "hello") {
+          if (m.value("app", "") != opt_.app || m.value("uid", -1L) != long(opt_.uid))
+            throw std::runtime_error("perm: this agent serves another application/user");
+          c.slot = m.at("slot");
+          c.fab = &fabric(m.value("provider", opt_.provider));
+          c.peer = c.fab->add_peer(m.at("addr"));
+          c.hello = true;
+          {
+            std::lock_guard<std::mutex> g(mu_);
+            nslots_ = m.value("nslots", 1);
+            nagents_ = m.value("nagents", 1);
+            index_ = m.value("agent_index", 0);
+            if (m.contains("peers")) peers_ = m["peers"].get<std::vector<std::string>>();
+            slots_[c.slot];
+          }
+          r["addr"] = c.fab->address_hex();
+          r["provider"] = c.fab->provider();
+          r["versions"] = versions_of(c.slot);
+          r["id"] = opt_.id;
+        } else if (op == "part") {
+          add_part(m.at("v"), m.at("index"), m.at("part"));
+        } else if (op == "stats") {
+          std::lock_guard<std::mutex> g(mu_);
+          size_t mem = 0;
+          size_t spare = 0;
+          for (auto& [k, st] : slots_) {
+            if (st.spare && st.spare->mem) spare += st.spare->mem->len;
+            if (st.current) mem += st.current->total;
+            for (auto& [v, p] : st.pending) mem += p->total;
+          }
+          r.update({{"ncops", ncops_}, {"bytes", bytes_}, {"seconds", seconds_}, {"last_op", last_op_},
+                    {"mem_bytes", mem}, {"slots", slots_.size()}, {"rss", rss_bytes()},
+                    {"spare_bytes", spare}, {"recycled", recycled_.load()}});
+        } else if (op == "shutdown") {
+          if (m.value("flush", false)) flush_all(true);
+          send_msg(s, r);
+          stop_ = true;
+          return;
+        } else if (!c.hello) {
+          throw std::runtime_error("state: hello first");
+        } else if (op == "begin") {
+          auto p = std::make_shared<Piece>();
+          p->slot = c.slot;
+          p->v = m.at("v");
+          p->total = m.at("total");
+          p->regions = m.at("regions");
+          p->fab = c.fab;
+          p->t0 = now_s();
+          take_buffer(c.slot, *p);
+          c.key = m.value("key", uint64_t(0));
+          c.base = m.value("base", uint64_t(0));
+          c.piece = p;
+          {
+            std::lock_guard<std::mutex> g(mu_);
+            slots_[c.slot].pending[p->v] = p;
+          }
+          if (m.value("mode", "pull") == "push") {
+            c.busy = std::make_unique<Fabric::Busy>(*c.fab);
+            r["key"] = p->mr->key;
+            r["base"] = p->mr->remote_base;
+          }
+        } else if (op == "chunk") {
+          if (!c.piece) throw std::runtime_error("state: chunk without begin");
+          size_t doff = m.at("data_off"), len = m.at("len"), boff = m.at("buf_off");
+          if (doff + len > c.piece->total) throw std::runtime_error("invalid: chunk outside the piece");
+          // Zero-copy commits name the source region's key per chunk.
+          uint64_t key = m.contains("key") ? m["key"].get<uint64_t>() : c.key;
+          uint64_t base = m.contains("base") ? m["base"].get<uint64_t>() : c.base;
+          c.fab->read(c.peer, *c.piece->mr, doff, len, base + boff, key);
+          c.piece->received += len;
+        } else if (op == "end") {
+          if (!c.piece) throw std::runtime_error("state: end without begin");
+          c.busy.reset();
+          if (m.value("mode", "pull") == "pull" && c.piece->received != c.piece->total)
+            throw std::runtime_error("incomplete: piece misses bytes");
+          c.piece->complete = true;
+          c.piece->t1 = now_s();
+          std::lock_guard<std::mutex> g(mu_);
+          ncops_++;
+          bytes_ += c.piece->total;
+          seconds_ += c.piece->t1 - c.piece->t0;
+          last_op_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+          c.piece.reset();
+        } else if (op == "publish") {
+          publish(c.slot, m.at("v"));
+        } else if (op == "versions") {
+          r["versions"] = versions_of(c.slot);
+        } else if (op == "rbegin") {
+          auto p = find_piece(c.slot, m.at("v"));
+          if (!p) throw std::runtime_error("noent: version not held by this agent");
+          c.piece = p;
+          c.key = m.value("key", uint64_t(0));
+          c.base = m.value("base", uint64_t(0));
+          if (!p->mr || p->mr.get() == nullptr) throw std::runtime_error("state: piece not registered");
+          r.update({{"total", p->total}, {"regions", p->regions}, {"key", p->mr->key}, {"base", p->mr->remote_base}});
+          if (m.value("mode", "pull") == "push") c.busy = std::make_unique<Fabric::Busy>(*c.fab);
+        } else if (op == "rchunk") {
+          if (!c.piece) throw std::runtime_error("state: rchunk without rbegin");
+          size_t doff = m.at("data_off"), len = m.at("len"), boff = m.at("buf_off");
+          if (doff + len > c.piece->total) throw std::runtime_error("invalid: chunk outside the piece");
+          if (m.contains("key")) c.key = m["key"], c.base = m["base"];
+          c.fab->write(c.peer, *c.piece->mr, doff, len, c.base + boff, c.key);
+        } else if (op == "rend") {
+          c.busy.reset();
+          c.piece.reset();
+        } else if (op == "flush") {
+          flush_all(true);
+        } else {
+          throw std::runtime_error("invalid: unknown op '" + op + "'");
+        }
+      } catch (const std::exception& e) {
+        r = {{"error", e.what()}};
+      }
+      try {
+        send_msg(s, r);
+      } catch (const WireError&) {
+        break;
+      }
+    }
+    c.busy.reset();
+  }
+
+  /// Give `p` a registered buffer of at least p.total bytes: the slot's
+  /// spare when it is large enough, registered with the same fabric and no
+  /// longer referenced (a restart or the second-level writer may still read
+  /// it), else a fresh pre-faulted mapping registered now.
+  void take_buffer(int slot, Piece& p) {
+    PieceP spare;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto& st = slots_[slot];
+      if (st.spare && st.spare.use_count() == 1 && st.spare->fab == p.fab && st.spare->mem &&
+          st.spare->mem->len >= p.total && st.spare->mem->len <= 2 * p.total + (1u << 20)) {
+        spare = std::move(st.spare);
+      } else if (st.spare && st.spare.use_count() == 1 && st.spare->mem && st.spare->mem->len > 2 * p.total + (1u << 20)) {
+        st.spare.reset();  // much too large: return the memory
+      }
+    }
+    if (spare) {
+      p.mem = std::move(spare->mem);
+      p.mr = std::move(spare->mr);
+      recycled_++;
+      return;
+    }
+    p.mem = std::make_unique<Mapping>(p.total, true);
+    p.mr = p.fab->register_memory(p.mem->p, p.mem->len);
+  }
+
+  static size_t rss_bytes() {
+    std::ifstream f("/proc/self/statm");
+    size_t sz = 0, rss = 0;
+    f >> sz >> rss;
+    return rss * size_t(::sysconf(_SC_PAGESIZE));
+  }
+
+  void publish(int slot, uint64_t v) {
+    std::unique_lock<std::mutex> g(mu_);
+    auto& st = slots_[slot];
+    auto it = st.pending.find(v);
+    if (it == st.pending.end() || !it->second->complete) {
+      if (st.current && st.current->v == v) return;
+      throw std::runtime_error("noent: version not complete on this agent");
+    }
+    PieceP old = st.current;
+    st.current = it->second;
+    // Drop everything older than v (the previous version stays until now);
+    // the largest superseded buffer is kept as the next commit's target.
+    auto keep = [&](const PieceP& p) {
+      if (!opt_.recycle || !p || p == st.current || !p->mem) return;
+      if (!st.spare || st.spare->mem->len < p->mem->len) st.spare = p;
+    };
+    keep(old);
+    for (auto p = st.pending.begin(); p != st.pending.end();) {
+      if (p->first <= v) {
+        keep(p->second);
+        p = st.pending.erase(p);
+      } else {
+        p = std::next(p);
+      }
+    }
+    // All my slots at v? Then schedule the second level.
+    if (!opt_.multi_level || opt_.pfs_dir.empty() || v % uint64_t(std::max(1, opt_.pfs_every)) != 0) return;
+    for (int s = 0; s < nslots_; ++s)
+      if (nagents_ > 0 && s % nagents_ == index_) {
+        auto f = slots_.find(s);
+        if (f == slots_.end() || !f->second.current || f->second.current->v != v) return;
+      }
+    if (written_.count(v)) return;
+    written_.insert(v);
+    pfs_queue_.push_back(v);
+    pfs_cv_.notify_all();
+  }
+
+  void flush_all(bool wait) {
+    std::unique_lock<std::mutex> g(mu_);
+    uint64_t v = 0;
+    for (auto& [s, st] : slots_)
+      if (st.current) v = std::max(v, st.current->v);
+    if (!v || opt_.pfs_dir.empty()) return;
+    if (!written_.count(v)) {
+      written_.insert(v);
+      pfs_queue_.push_back(v);
+      pfs_cv_.notify_all();
+    }
+    if (wait) pfs_done_cv_.wait_for(g, std::chrono::seconds(120), [&] { return done_.count(v) || stop_; });
+  }
+
+  // Background writer of the second level (§6.2.5).
+  void pfs_loop() {
+    for (;;) {
+      uint64_t v;
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        pfs_cv_.wait(g, [&] { return stop_ || !pfs_queue_.empty(); });
+        if (pfs_queue_.empty()) return;
+        v = pfs_queue_.front();
+        pfs_queue_.pop_front();
+      }
+      try {
+        write_part(v);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icagent %s: second level v%llu: %s\n", opt_.id.c_str(), (unsigned long long)v, e.what());
+      }
+      std::lock_guard<std::mutex> g(mu_);
+      done_.insert(v);
+      pfs_done_cv_.notify_all();
+    }
+  }
+
+  void write_part(uint64_t v) {
+#ifdef ICHECK_HAVE_CKSTORE
+    std::vector<PieceP> pieces;
+    int nslots, index;
+    std::vector<std::string> peers;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& [s, st] : slots_)
+        if (st.current && st.current->v == v) pieces.push_back(st.current);
+      nslots = nslots_;
+      index = index_;
+      peers = peers_;
+    }
+    if (pieces.empty()) return;
+    int nranks = 0;
+    for (auto& p : pieces)
+      for (auto& r : p->regions) nranks = std::max(nranks, int(r.value("nranks", nslots)));
+    ckstore::Options o;
+    o.compress = true;
+    o.compress_threshold = uint64_t(opt_.compress_threshold_mb * 1048576.0);
+    o.keep_last = size_t(std::max(1, opt_.keep_versions));
+    o.chunk_size = 16ull << 20;
+    ckstore::Store store(opt_.pfs_dir, opt_.app, opt_.uid);
+    if (store.has_manifest(v)) return;
+    auto w = store.begin_version(v, nranks, o);
+    for (auto& p : pieces)
+      for (auto& r : p->regions) {
+        ckstore::RegionInfo ri;
+        ri.label = r.at("label");
+        ri.type = ckstore::ElemType(int(r.at("type")));
+        ri.count = r.at("count");
+        ri.rank = r.at("rank");
+        size_t off = r.at("offset");
+        w.add_region(ri, static_cast<char*>(p->mem->p) + off);
+      }
+    std::string part = w.seal();
+    if (index == 0) {
+      add_part(v, 0, part);
+    } else if (!peers.empty()) {
+      Socket s = connect_to(peers[0], 5000);
+      request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}}, 60000);
+    }
+#else
+    (void)v;
+#endif
+  }
+
+  void add_part(uint64_t v, int index, const std::string& part) {
+#ifdef ICHECK_HAVE_CKSTORE
+    std::vector<std::string> all;
+    int nranks = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      parts_[v][index] = part;
+      if (int(parts_[v].size()) < std::max(1, nagents_)) return;
+      for (auto& [i, p] : parts_[v]) all.push_back(p);
+      parts_.erase(v);
+      for (auto it = parts_.begin(); it != parts_.end();) it = it->first < v ? parts_.erase(it) : std::next(it);
+      nranks = nslots_;
+    }
+    ckstore::Store store(opt_.pfs_dir, opt_.app, opt_.uid);
+    ckstore::Options o;
+    o.keep_last = size_t(std::max(1, opt_.keep_versions));
+    // nranks of the manifest: the largest rank recorded + 1 (SHMR slots != ranks)
+    for (auto& p : all) {
+      auto j = json::parse(p, nullptr, false);
+      if (j.is_object() && j.contains("regions"))
+        for (auto& r : j["regions"]) nranks = std::max(nranks, int(r.value("rank", 0)) + 1);
+    }
+    std::map<std::string, std::string> attrs{{"writer", "icagent"}, {"agents", std::to_string(all.size())}};
+    ckstore::commit_parts(store, v, nranks, all, o, attrs);
+#else
+    (void)v, (void)index, (void)part;
+#endif
+  }
+
+  AgentOptions opt_;
+  std::string self_addr_;
+  std::atomic<bool> stop_{false};
+  std::mutex fab_mu_;
+  std::map<std::string, std::unique_ptr<Fabric>> fabrics_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Socket>> conns_;
+  std::map<int, SlotState> slots_;
+  int nslots_ = 1, nagents_ = 1, index_ = 0;
+  std::vector<std::string> peers_;
+  long long ncops_ = 0;
+  std::atomic<long long> recycled_{0};
+  double bytes_ = 0, seconds_ = 0, last_op_ = 0;
+  std::deque<uint64_t> pfs_queue_;
+  std::set<uint64_t> written_, done_;
+  std::map<uint64_t, std::map<int, std::string>> parts_;
+  std::condition_variable pfs_cv_, pfs_done_cv_;
+};
+
+}  // namespace
+
+int run_agent(const AgentOptions& opt, std::atomic<bool>* stop) {
+  Agent a(opt);
+  return a.run(stop);
+}
+
+}  // namespace dynres::icheck

@@ -1,0 +1,130 @@
+#include "dynres/icheck/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace dynres::icheck {
+
+namespace {
+template <class T>
+void get(const YAML::Node& n, const char* key, T& out) {
+  if (n[key]) out = n[key].as<T>();
+}
+std::string resolve(const std::string& base_dir, const std::string& p) {
+  if (p.empty() || p[0] == '/' || base_dir.empty()) return p;
+  return (fs::path(base_dir) / p).lexically_normal().string();
+}
+std::string home() {
+  const char* h = std::getenv("DYNRES_HOME");
+  return h ? h : "";
+}
+}  // namespace
+
+DynamicConfig load_dynamic(const std::string& path, DynamicConfig d) {
+  if (path.empty() || !fs::exists(path)) return d;
+  try {
+    YAML::Node n = YAML::LoadFile(path);
+    get(n, "read_interval", d.read_interval);
+    get(n, "max_agents_node", d.max_agents_node);
+    get(n, "max_agents_app", d.max_agents_app);
+    get(n, "max_mem_node", d.max_mem_node_gb);
+    if (n["init_agent_count"]) {
+      auto s = n["init_agent_count"].as<std::string>();
+      d.init_agent_count = (s == "num_nodes") ? 0 : std::stoi(s);
+    }
+    get(n, "factor", d.factor);
+    get(n, "candidate_count", d.candidate_count);
+    get(n, "node_selection", d.node_selection);
+    get(n, "distribution", d.distribution);
+    get(n, "block_size", d.block_size);
+    get(n, "is_dynamic_as", d.is_dynamic_as);
+    get(n, "is_dynamic_hs", d.is_dynamic_hs);
+    get(n, "enable_multi_level", d.enable_multi_level);
+    get(n, "pfs_every", d.pfs_every);
+    get(n, "max_cp_size_mb", d.compress_threshold_mb);
+    get(n, "strategy", d.strategy);
+    get(n, "transfer", d.transfer);
+    get(n, "chunk_mb", d.chunk_mb);
+    get(n, "buffer_mb", d.buffer_mb);
+    get(n, "zero_copy", d.zero_copy);
+    get(n, "keep_versions", d.keep_versions);
+    get(n, "force_config", d.force_config);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  if (d.factor <= 1) d.factor = 2;
+  if (d.pfs_every < 1) d.pfs_every = 1;
+  return d;
+}
+
+StaticConfig load_static(const std::string& path) {
+  StaticConfig c;
+  c.path = path;
+  std::string dir;
+  if (!path.empty()) {
+    if (!fs::exists(path)) throw std::runtime_error(path + ": no such configuration file");
+    dir = fs::absolute(path).parent_path().string();
+    try {
+      YAML::Node n = YAML::LoadFile(path);
+      if (n["controller"]) c.controllers.push_back(n["controller"].as<std::string>());
+      if (n["controller_standby"]) c.controllers.push_back(n["controller_standby"].as<std::string>());
+      if (n["managers"])
+        for (auto m : n["managers"]) c.managers.push_back(m.as<std::string>());
+      if (n["agents"])
+        for (auto m : n["agents"]) c.agents.push_back(m.as<std::string>());
+      get(n, "heartbeat_interval", c.heartbeat_interval);
+      get(n, "status_interval", c.status_interval);
+      get(n, "heartbeat_misses", c.heartbeat_misses);
+      get(n, "irm_node", c.irm_node);
+      get(n, "irm_port", c.irm_port);
+      get(n, "state_file", c.state_file);
+      get(n, "pfs_dir", c.pfs_dir);
+      get(n, "run_dir", c.run_dir);
+      get(n, "dynamic_config", c.dynamic_file);
+      get(n, "connect_retries", c.connect_retries);
+      get(n, "connect_timeout_ms", c.connect_timeout_ms);
+      get(n, "request_timeout_ms", c.request_timeout_ms);
+      get(n, "direct", c.direct);
+      if (n["transport"]) {
+        get(n["transport"], "provider", c.provider);
+        get(n["transport"], "node", c.fabric_node);
+      }
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
+  }
+  std::string h = home();
+  auto dflt = [&](std::string& v, const char* sub) {
+    if (v.empty() && !h.empty()) v = (fs::path(h) / sub).string();
+    v = resolve(dir, v);
+  };
+  dflt(c.state_file, "state.db");
+  dflt(c.pfs_dir, "pfs");
+  dflt(c.run_dir, "icheck");
+  dflt(c.dynamic_file, "icheck-dynamic.yaml");
+  for (auto& a : c.controllers)
+    if (a.rfind("unix:", 0) == 0 && a.size() > 5 && a[5] != '/') a = "unix:" + resolve(dir, a.substr(5));
+  for (auto& a : c.agents)
+    if (a.rfind("unix:", 0) == 0 && a.size() > 5 && a[5] != '/') a = "unix:" + resolve(dir, a.substr(5));
+  c.dyn = load_dynamic(c.dynamic_file);
+  if (const char* e = std::getenv("ICHECK_PROVIDER")) c.provider = e;
+  if (const char* e = std::getenv("ICHECK_TRANSFER")) c.dyn.transfer = e;
+  if (const char* e = std::getenv("ICHECK_PFS_DIR")) c.pfs_dir = e;
+  if (const char* e = std::getenv("ICHECK_ZERO_COPY"); e && *e) c.dyn.zero_copy = std::string(e) != "0";
+  return c;
+}
+
+std::string resolve_config_path(const char* explicit_path) {
+  if (explicit_path && *explicit_path) return explicit_path;
+  if (const char* e = std::getenv("ICHECK_CONFIG"); e && *e) return e;
+  std::string h = home();
+  if (!h.empty() && fs::exists(fs::path(h) / "icheck.yaml")) return (fs::path(h) / "icheck.yaml").string();
+  return "";
+}
+
+}  // namespace dynres::icheck

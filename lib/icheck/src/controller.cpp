@@ -1,0 +1,405 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dynres/db.hpp"
+#include "dynres/icheck/config.hpp"
+#include "dynres/icheck/daemon.hpp"
+#include "dynres/icheck/policy.hpp"
+#include "dynres/icheck/wire.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dynres::icheck {
+
+namespace {
+double wall() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// Schema of the controller metadata (module "icheck" of the state file).
+const std::vector<std::string> kMigrations = {
+    R"(CREATE TABLE icheck_apps(
+         id INTEGER PRIMARY KEY, name TEXT NOT NULL, uid INTEGER NOT NULL,
+         nodes INTEGER, procs INTEGER, strategy TEXT, num_agents INTEGER,
+         old_tsync REAL, last_change INTEGER DEFAULT 0, frozen INTEGER DEFAULT 0,
+         is_active INTEGER DEFAULT 1, needs_change INTEGER DEFAULT 0,
+         version INTEGER DEFAULT 0, bytes INTEGER DEFAULT 0, updated REAL,
+         UNIQUE(name, uid));
+       CREATE TABLE icheck_agents(
+         id TEXT PRIMARY KEY, app_id INTEGER NOT NULL REFERENCES icheck_apps(id),
+         node TEXT, address TEXT, host TEXT, pid INTEGER, state TEXT, started REAL);
+       CREATE TABLE icheck_versions(
+         app_id INTEGER NOT NULL, version INTEGER NOT NULL, bytes INTEGER,
+         tsync REAL, mode TEXT, time REAL, PRIMARY KEY(app_id, version));
+       CREATE TABLE icheck_nodes(
+         node TEXT PRIMARY KEY, address TEXT, state TEXT, last_heartbeat REAL, metrics TEXT);
+       CREATE TABLE icheck_controller(
+         id INTEGER PRIMARY KEY CHECK(id = 1), address TEXT, pid INTEGER, heartbeat REAL);)"};
+
+class Controller {
+ public:
+  Controller(const ControllerOptions& o) : opt_(o), cfg_(load_static(o.config)) {
+    if (cfg_.state_file.empty()) throw std::runtime_error("controller: no state_file configured");
+    db_ = std::make_unique<Db>(cfg_.state_file, true);
+    db_->migrate("icheck", kMigrations);
+    ::chmod(cfg_.state_file.c_str(), 0600);
+    dyn_ = cfg_.dyn;
+    if (!opt_.listen.empty()) addr_ = opt_.listen;
+    else if (opt_.standby && cfg_.controllers.size() > 1) addr_ = cfg_.controllers[1];
+    else if (!cfg_.controllers.empty()) addr_ = cfg_.controllers[0];
+    else throw std::runtime_error("controller: no controller address configured");
+  }
+
+  int run(std::atomic<bool>* stop) {
+    const double lease = cfg_.heartbeat_interval * cfg_.heartbeat_misses;
+    if (opt_.standby) {
+      std::fprintf(stderr, "icheckd controller: standby, watching the primary's lease\n");
+      while (!*stop) {
+        Stmt q(*db_, "SELECT pid, heartbeat FROM icheck_controller WHERE id = 1");
+        double hb = q.step() ? q.f64(1) : 0;
+        if (wall() - hb > lease) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(int(cfg_.heartbeat_interval * 500)));
+      }
+      if (*stop) return 0;
+      std::fprintf(stderr, "icheckd controller: primary lease expired, taking over on %s\n", addr_.c_str());
+      // Nodes get a fresh grace period: their managers must find us first.
+      db_->exec("UPDATE icheck_nodes SET last_heartbeat = " + std::to_string(wall()) + " WHERE state = 'up'");
+    }
+    renew_lease();
+    if (is_unix_address(addr_)) fs::create_directories(fs::path(addr_.substr(5)).parent_path());
+    Socket l = listen_on(addr_);
+    std::printf("READY %s\n", bound_address(l, addr_).c_str());
+    std::fflush(stdout);
+    std::thread mon([&] { monitor(stop); });
+    std::vector<std::thread> th;
+    while (!*stop) {
+      Socket c = accept_on(l, 200);
+      if (!c.valid()) continue;
+      auto sp = std::make_shared<Socket>(std::move(c));
+      std::thread([this, sp] { serve(*sp); }).detach();
+    }
+    mon.join();
+    return 0;
+  }
+
+ private:
+  void renew_lease() {
+    std::lock_guard<std::mutex> g(mu_);
+    Stmt(*db_, "INSERT INTO icheck_controller(id, address, pid, heartbeat) VALUES(1, ?, ?, ?) "
+               "ON CONFLICT(id) DO UPDATE SET address = excluded.address, pid = excluded.pid, heartbeat = excluded.heartbeat")
+        .bind(1, addr_).bind(2, int64_t(::getpid())).bind(3, wall()).run();
+  }
+
+  void monitor(std::atomic<bool>* stop) {
+    double last_dyn = wall();
+    while (!*stop) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(int(cfg_.heartbeat_interval * 500)));
+      try {
+        renew_lease();
+        std::lock_guard<std::mutex> g(mu_);
+        double limit = wall() - cfg_.heartbeat_interval * cfg_.heartbeat_misses;
+        Stmt q(*db_, "SELECT node FROM icheck_nodes WHERE state = 'up' AND last_heartbeat < ?");
+        q.bind(1, limit);
+        std::vector<std::string> down;
+        while (q.step()) down.push_back(q.text(0));
+        for (auto& n : down) mark_node_down(n);
+        if (wall() - last_dyn > dyn_.read_interval) {  // Listing 6.2 readInterval
+          dyn_ = load_dynamic(cfg_.dynamic_file, cfg_.dyn);
+          last_dyn = wall();
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icheckd controller: monitor: %s\n", e.what());
+      }
+    }
+  }
+
+  void mark_node_down(const std::string& n) {
+    std::fprintf(stderr, "icheckd controller: node %s missed its heartbeats: down\n", n.c_str());
+    db_->write_tx([&] {
+      Stmt(*db_, "UPDATE icheck_nodes SET state = 'down' WHERE node = ?").bind(1, n).run();
+      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id IN "
+                 "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
+          .bind(1, n).run();
+      Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+    });
+  }
+
+  void serve(Socket& s) {
+    try {
+      json m = recv_msg(s, 10000);
+      json r;
+      try {
+        r = handle(m, peer_uid(s));
+      } catch (const std::exception& e) {
+        r = {{"error", e.what()}};
+      }
+      send_msg(s, r);
+    } catch (...) {
+    }
+  }
+
+  json handle(const json& m, long uid) {
+    std::string op = m.value("op", "");
+    if (uid >= 0 && m.contains("uid") && uid != 0 && m["uid"].get<long>() != uid)
+      throw std::runtime_error("perm: uid mismatch");
+    std::lock_guard<std::mutex> g(mu_);
+    if (op == "heartbeat") return heartbeat(m);
+    if (op == "register") return reg(m);
+    if (op == "probe") return probe(m);
+    if (op == "version") {
+      int64_t app = m.at("app_id"), v = m.at("v");
+      db_->write_tx([&] {
+        Stmt(*db_, "INSERT OR REPLACE INTO icheck_versions VALUES(?,?,?,?,?,?)")
+            .bind(1, app).bind(2, v).bind(3, m.value("bytes", int64_t(0))).bind(4, m.value("tsync", 0.0))
+            .bind(5, m.value("mode", "")).bind(6, wall()).run();
+        Stmt(*db_, "UPDATE icheck_apps SET version = ?, bytes = ?, updated = ? WHERE id = ?")
+            .bind(1, v).bind(2, m.value("bytes", int64_t(0))).bind(3, wall()).bind(4, app).run();
+      });
+      return {{"ok", true}};
+    }
+    if (op == "agent_failed") {
+      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, m.value("app_id", int64_t(-1))).run();
+      return {{"ok", true}};
+    }
+    if (op == "finalize") {
+      int64_t app = m.at("app_id");
+      Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
+      if (!m.value("persist", false)) stop_agents(app, true);
+      return {{"ok", true}};
+    }
+    if (op == "status") return status();
+    throw std::runtime_error("invalid: unknown op '" + op + "'");
+  }
+
+  json heartbeat(const json& m) {
+    std::string node = m.at("node");
+    db_->write_tx([&] {
+      Stmt(*db_, "INSERT INTO icheck_nodes(node, address, state, last_heartbeat, metrics) VALUES(?,?,'up',?,?) "
+                 "ON CONFLICT(node) DO UPDATE SET address = excluded.address, state = 'up', "
+                 "last_heartbeat = excluded.last_heartbeat, metrics = excluded.metrics")
+          .bind(1, node).bind(2, m.value("address", "")).bind(3, wall()).bind(4, m.value("metrics", json::object()).dump())
+          .run();
+      for (auto& a : m.value("dead_agents", json::array())) {
+        std::string id = a;
+        Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = (SELECT app_id FROM icheck_agents WHERE id = ?)")
+            .bind(1, id).run();
+        Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE id = ?").bind(1, id).run();
+      }
+    });
+    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}};
+  }
+
+  std::vector<NodeStatus> nodes() {
+    std::vector<NodeStatus> out;
+    Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node AND a.state = 'up') "
+                 "FROM icheck_nodes n");
+    while (q.step()) {
+      NodeStatus s;
+      s.node = q.text(0);
+      s.up = q.text(1) == "up";
+      json mt = json::parse(q.text(2), nullptr, false);
+      if (mt.is_object()) {
+        s.avail_mem = mt.value("avail_mem", 0.0);
+        s.bandwidth = mt.value("bandwidth", 0.0);
+        s.ncops_per_min = mt.value("ncops_per_min", 0.0);
+        s.power = mt.value("power", 0.0);
+      }
+      s.agents = int(q.i64(3));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  std::string node_address(const std::string& n) {
+    Stmt q(*db_, "SELECT address FROM icheck_nodes WHERE node = ?");
+    q.bind(1, n);
+    return q.step() ? q.text(0) : "";
+  }
+
+  /// Alg. 6: place `count` agents for app and start them through the managers.
+  json start_agents(int64_t app, const std::string& name, uint32_t uid, int count) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto ns = nodes();
+      auto cand = select_candidates(ns, dyn_.node_selection, dyn_.candidate_count);
+      if (cand.empty()) throw std::runtime_error("no checkpoint node is up");
+      std::vector<int> cap;
+      for (auto& c : cand)
+        for (auto& n : ns)
+          if (n.node == c) cap.push_back(std::max(0, dyn_.max_agents_node - n.agents));
+      auto placed = place_agents(count, cand, cap, dyn_.distribution, dyn_.block_size);
+      if (placed.empty()) throw std::runtime_error("every checkpoint node is full");
+      std::map<std::string, int> per;
+      for (auto& p : placed) per[p]++;
+      json agents = json::array();
+      bool failed = false;
+      for (auto& [node, k] : per) {
+        try {
+          Socket s = connect_to(node_address(node), 2000);
+          std::vector<std::string> ids;
+          for (int i = 0; i < k; ++i) ids.push_back("a" + std::to_string(app) + "-" + std::to_string(++seq_) + "-" + std::to_string(int64_t(wall()) % 100000));
+          json r = request(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
+                               {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
+                               {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions}},
+                           cfg_.request_timeout_ms);
+          for (auto& a : r.at("agents")) {
+            Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
+                .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
+                .bind(4, a.at("address").get<std::string>()).bind(5, a.value("host", ""))
+                .bind(6, a.value("pid", int64_t(0))).bind(7, wall()).run();
+            json x = a;
+            x["node"] = node;
+            agents.push_back(x);
+          }
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "icheckd controller: manager of %s: %s\n", node.c_str(), e.what());
+          mark_node_down(node);
+          failed = true;
+        }
+      }
+      if (!failed) return agents;
+      // roll back the partial set and retry without the failed node
+      for (auto& a : agents) stop_agent_ids({a.at("id").get<std::string>()}, false);
+    }
+    throw std::runtime_error("could not start agents");
+  }
+
+  void stop_agent_ids(const std::vector<std::string>& ids, bool flush) {
+    for (auto& id : ids) {
+      Stmt q(*db_, "SELECT node FROM icheck_agents WHERE id = ?");
+      q.bind(1, id);
+      if (!q.step()) continue;
+      std::string node = q.text(0);
+      try {
+        Socket s = connect_to(node_address(node), 1000);
+        request(s, {{"op", "stop"}, {"ids", {id}}, {"flush", flush}}, 30000);
+      } catch (...) {
+      }
+      Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+    }
+  }
+  void stop_agents(int64_t app, bool flush) {
+    std::vector<std::string> ids;
+    Stmt q(*db_, "SELECT id FROM icheck_agents WHERE app_id = ? AND state = 'up'");
+    q.bind(1, app);
+    while (q.step()) ids.push_back(q.text(0));
+    stop_agent_ids(ids, flush);
+    Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run();
+  }
+
+  json agents_of(int64_t app, bool* all_up) {
+    json out = json::array();
+    *all_up = true;
+    Stmt q(*db_, "SELECT a.id, a.address, a.host, a.node, a.state, n.state FROM icheck_agents a "
+                 "LEFT JOIN icheck_nodes n ON n.node = a.node WHERE a.app_id = ? AND a.state IN ('up','lost') ORDER BY a.rowid");
+    q.bind(1, app);
+    while (q.step()) {
+      if (q.text(4) != "up" || q.text(5) != "up") *all_up = false;
+      out.push_back({{"id", q.text(0)}, {"address", q.text(1)}, {"host", q.text(2)}, {"node", q.text(3)}});
+    }
+    if (out.empty()) *all_up = false;
+    return out;
+  }
+
+  json params() const { return {{"transfer", dyn_.transfer}, {"strategy", dyn_.strategy}, {"chunk_mb", dyn_.chunk_mb}}; }
+
+  // Alg. 5 agent_selection, on icheck_init.
+  json reg(const json& m) {
+    std::string name = m.at("app");
+    uint32_t uid = m.at("uid");
+    AppShape shape{m.value("nodes", 1), m.value("procs", 1), m.value("strategy", "mr") == "shmr"};
+    Stmt q(*db_, "SELECT id, num_agents, version FROM icheck_apps WHERE name = ? AND uid = ?");
+    q.bind(1, name).bind(2, int64_t(uid));
+    int64_t id = -1, version = 0;
+    int num = 0;
+    if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2);
+    if (id >= 0) {
+      bool up = false;
+      json agents = agents_of(id, &up);
+      Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
+          .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
+      if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
+        return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
+      stop_agents(id, true);
+      num = std::clamp(num, 1, agent_upper_bound(shape, dyn_));
+    } else {
+      num = initial_agent_count(shape, dyn_);  // l. 15-16
+      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated) VALUES(?,?,?,?,?,?,-1,?)")
+          .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
+          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).run();
+      id = db_->last_insert_id();
+    }
+    json agents = start_agents(id, name, uid, num);
+    Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
+    return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
+  }
+
+  // Alg. 5 get_num_agents on icheck_probe_agents, and failure recovery (§6.5.2).
+  json probe(const json& m) {
+    int64_t id = m.at("app_id");
+    Stmt q(*db_, "SELECT name, uid, num_agents, old_tsync, last_change, frozen, needs_change, nodes, procs, strategy FROM icheck_apps WHERE id = ?");
+    q.bind(1, id);
+    if (!q.step()) throw std::runtime_error("noent: unknown application");
+    std::string name = q.text(0);
+    uint32_t uid = uint32_t(q.i64(1));
+    CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
+    bool needs = q.i64(6) != 0 || m.value("failed", false);
+    AppShape shape{m.value("nodes", int(q.i64(7))), m.value("procs", int(q.i64(8))), q.text(9) == "shmr"};
+    bool up = false;
+    json cur = agents_of(id, &up);
+    if (!up) needs = true;
+    CountState next = cs;
+    if (dyn_.is_dynamic_as && !needs) next = next_agent_count(cs, m.value("tsync", -1.0), shape, dyn_);
+    if (needs) next.num_agents = std::clamp(cs.num_agents, 1, agent_upper_bound(shape, dyn_));
+    bool change = needs || next.num_agents != cs.num_agents;
+    Stmt(*db_, "UPDATE icheck_apps SET old_tsync = ?, last_change = ?, frozen = ?, nodes = ?, procs = ? WHERE id = ?")
+        .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
+        .bind(5, shape.num_procs).bind(6, id).run();
+    if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}};
+    stop_agents(id, true);  // old agents write their version to the second level, then stop
+    json agents = start_agents(id, name, uid, next.num_agents);
+    Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
+    return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}};
+  }
+
+  json status() {
+    json out = {{"controller", addr_}, {"pid", ::getpid()}, {"nodes", json::array()}, {"apps", json::array()}};
+    Stmt n(*db_, "SELECT node, address, state, last_heartbeat, metrics FROM icheck_nodes ORDER BY node");
+    while (n.step())
+      out["nodes"].push_back({{"node", n.text(0)}, {"address", n.text(1)}, {"state", n.text(2)},
+                              {"last_heartbeat", n.f64(3)}, {"metrics", json::parse(n.text(4), nullptr, false)}});
+    Stmt a(*db_, "SELECT id, name, uid, num_agents, version, is_active, needs_change FROM icheck_apps ORDER BY id");
+    while (a.step()) {
+      bool up;
+      out["apps"].push_back({{"id", a.i64(0)}, {"name", a.text(1)}, {"uid", a.i64(2)}, {"num_agents", a.i64(3)},
+                             {"version", a.i64(4)}, {"active", a.i64(5) != 0}, {"needs_change", a.i64(6) != 0},
+                             {"agents", agents_of(a.i64(0), &up)}});
+    }
+    return out;
+  }
+
+  ControllerOptions opt_;
+  StaticConfig cfg_;
+  DynamicConfig dyn_;
+  std::string addr_;
+  std::unique_ptr<Db> db_;
+  std::mutex mu_;
+  int seq_ = 0;
+};
+}  // namespace
+
+int run_controller(const ControllerOptions& o, std::atomic<bool>* stop) {
+  Controller c(o);
+  return c.run(stop);
+}
+
+}  // namespace dynres::icheck

@@ -1,0 +1,326 @@
+#include "dynres/icheck/fabric.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <sched.h>
+#include <sys/mman.h>
+
+namespace dynres::icheck {
+
+namespace {
+std::string ferr(const char* call, long rc) {
+  return std::string(call) + ": " + fi_strerror(int(-rc)) + " (" + std::to_string(rc) + ")";
+}
+#define FI_CHECK(call)                                     \
+  do {                                                     \
+    long _rc = (call);                                     \
+    if (_rc) throw FabricError(ferr(#call, _rc));          \
+  } while (0)
+
+struct Batch {
+  std::atomic<int> pending{0};
+  std::atomic<int> errors{0};
+  std::mutex mu;
+  std::string err;
+};
+struct OpCtx {
+  fi_context2 ctx;  // must be first: libfabric may use it (FI_CONTEXT2)
+  Batch* batch;
+};
+
+fi_info* make_hints(const std::string& prov, bool delivery_complete) {
+  fi_info* h = fi_allocinfo();
+  h->caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  h->ep_attr->type = FI_EP_RDM;
+  h->mode = FI_CONTEXT | FI_CONTEXT2;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  h->domain_attr->threading = FI_THREAD_DOMAIN;
+  if (delivery_complete) h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+  if (!prov.empty()) h->fabric_attr->prov_name = strdup(prov.c_str());
+  return h;
+}
+}  // namespace
+
+Mapping::Mapping(size_t bytes, bool prefault) {
+  len = (std::max<size_t>(bytes, 1) + 4095) & ~size_t(4095);
+  p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    p = nullptr;
+    throw std::bad_alloc();
+  }
+#ifdef MADV_HUGEPAGE
+  if (len >= (4u << 20)) ::madvise(p, len, MADV_HUGEPAGE);
+#endif
+  if (!prefault) return;
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(p, len, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (size_t o = 0; o < len; o += 4096) static_cast<volatile char*>(p)[o] = 0;
+}
+
+Mapping::~Mapping() {
+  if (p) ::munmap(p, len);
+}
+
+MemRegion::~MemRegion() {
+  if (mr) fi_close(&mr->fid);
+}
+
+std::vector<std::string> available_rma_providers() {
+  std::vector<std::string> out;
+  fi_info* h = make_hints("", false);
+  fi_info* info = nullptr;
+  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info) == 0) {
+    for (fi_info* i = info; i; i = i->next) {
+      std::string p = i->fabric_attr->prov_name;
+      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    }
+    fi_freeinfo(info);
+  }
+  fi_freeinfo(h);
+  std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    auto rank = [](const std::string& s) { return s == "shm" ? 0 : s == "tcp;ofi_rxm" ? 1 : 2; };
+    return rank(a) < rank(b);
+  });
+  return out;
+}
+
+Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
+  std::vector<std::string> tries;
+  if (opt.provider.empty() || opt.provider == "auto")
+    tries = {"shm", "tcp;ofi_rxm"};
+  else if (opt.provider == "tcp")
+    tries = {"tcp;ofi_rxm"};
+  else
+    tries = {opt.provider};
+  long last = 0;
+  for (const auto& p : tries) {
+    for (bool dc : {true, false}) {
+      fi_info* h = make_hints(p, dc);
+      const char* node = (p != "shm" && !opt.node.empty()) ? opt.node.c_str() : nullptr;
+      last = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0, h, &info_);
+      fi_freeinfo(h);
+      if (last == 0) break;
+      info_ = nullptr;
+    }
+    if (info_) break;
+  }
+  if (!info_)
+    throw FabricError("no libfabric provider with FI_EP_RDM+FI_RMA among '" + opt.provider + "': " +
+                      fi_strerror(int(-last)));
+  provider_ = info_->fabric_attr->prov_name;
+  mr_mode_ = info_->domain_attr->mr_mode;
+  max_msg_ = info_->ep_attr->max_msg_size ? info_->ep_attr->max_msg_size : opt.max_chunk;
+  try {
+    FI_CHECK(fi_fabric(info_->fabric_attr, &fabric_, nullptr));
+    FI_CHECK(fi_domain(fabric_, info_, &domain_, nullptr));
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    FI_CHECK(fi_av_open(domain_, &av_attr, &av_, nullptr));
+    fi_cq_attr cq_attr{};
+    cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    cq_attr.size = 1024;
+    FI_CHECK(fi_cq_open(domain_, &cq_attr, &cq_, nullptr));
+    FI_CHECK(fi_endpoint(domain_, info_, &ep_, nullptr));
+    FI_CHECK(fi_ep_bind(ep_, &av_->fid, 0));
+    FI_CHECK(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    FI_CHECK(fi_enable(ep_));
+  } catch (...) {
+    this->~Fabric();
+    throw;
+  }
+  progress_ = std::thread([this] { progress_loop(); });
+}
+
+Fabric::~Fabric() {
+  stop_ = true;
+  if (progress_.joinable()) progress_.join();
+  if (ep_) fi_close(&ep_->fid);
+  if (cq_) fi_close(&cq_->fid);
+  if (av_) fi_close(&av_->fid);
+  if (domain_) fi_close(&domain_->fid);
+  if (fabric_) fi_close(&fabric_->fid);
+  if (info_) fi_freeinfo(info_);
+  ep_ = nullptr, cq_ = nullptr, av_ = nullptr, domain_ = nullptr, fabric_ = nullptr, info_ = nullptr;
+}
+
+std::string Fabric::address_hex() const {
+  char buf[512];
+  size_t len = sizeof buf;
+  long rc = fi_getname(&ep_->fid, buf, &len);
+  if (rc) throw FabricError(ferr("fi_getname", rc));
+  static const char* hx = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < len; ++i) {
+    out += hx[(unsigned char)buf[i] >> 4];
+    out += hx[(unsigned char)buf[i] & 15];
+  }
+  return out;
+}
+
+uint64_t Fabric::add_peer(const std::string& hex) {
+  if (hex.size() % 2) throw FabricError("add_peer: malformed address");
+  std::vector<unsigned char> raw(hex.size() / 2);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = (unsigned char)std::stoi(hex.substr(2 * i, 2), nullptr, 16);
+  fi_addr_t a = FI_ADDR_UNSPEC;
+  std::lock_guard<std::mutex> g(mu_);
+  int n = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
+  if (n != 1) throw FabricError("fi_av_insert failed for peer address");
+  return a;
+}
+
+std::unique_ptr<MemRegion> Fabric::register_memory(void* buf, size_t len) {
+  auto r = std::make_unique<MemRegion>();
+  r->base = buf;
+  r->len = len;
+  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  uint64_t req_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
+  std::lock_guard<std::mutex> g(mu_);
+  FI_CHECK(fi_mr_reg(domain_, buf, len, access, 0, req_key, 0, &r->mr, nullptr));
+  if (mr_mode_ & FI_MR_ENDPOINT) {
+    FI_CHECK(fi_mr_bind(r->mr, &ep_->fid, 0));
+    FI_CHECK(fi_mr_enable(r->mr));
+  }
+  r->desc = fi_mr_desc(r->mr);
+  r->key = fi_mr_key(r->mr);
+  if (r->key == FI_KEY_NOTAVAIL) throw FabricError("fi_mr_key: key not available (FI_MR_RAW unsupported)");
+  r->remote_base = (mr_mode_ & FI_MR_VIRT_ADDR) ? reinterpret_cast<uint64_t>(buf) : 0;
+  return r;
+}
+
+int Fabric::progress_once() {
+  fi_cq_entry e[16];
+  ssize_t n;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    n = fi_cq_read(cq_, e, 16);
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      if (fi_cq_readerr(cq_, &err, 0) == 1 && err.op_context) {
+        auto* op = static_cast<OpCtx*>(err.op_context);
+        {
+          std::lock_guard<std::mutex> bg(op->batch->mu);
+          op->batch->err = std::string("RMA completion error: ") +
+                           fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0) + " / " +
+                           fi_strerror(err.err);
+        }
+        op->batch->errors++;
+        op->batch->pending--;
+        inflight_--;
+      }
+      return 1;
+    }
+  }
+  if (n <= 0) return 0;
+  for (ssize_t i = 0; i < n; ++i) {
+    auto* op = static_cast<OpCtx*>(e[i].op_context);
+    if (!op) continue;
+    op->batch->pending--;
+    inflight_--;
+  }
+  return int(n);
+}
+
+void Fabric::progress_loop() {
+  while (!stop_) {
+    int n = progress_once();
+    if (busy_ > 0) {
+      if (!n) sched_yield();
+    } else if (!n) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+}
+
+void Fabric::read(uint64_t peer, MemRegion& local, size_t loff, size_t len, uint64_t raddr, uint64_t rkey,
+                  int timeout_ms) {
+  rma(true, peer, local, loff, len, raddr, rkey, timeout_ms);
+}
+void Fabric::write(uint64_t peer, MemRegion& local, size_t loff, size_t len, uint64_t raddr, uint64_t rkey,
+                   int timeout_ms) {
+  rma(false, peer, local, loff, len, raddr, rkey, timeout_ms);
+}
+
+void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, size_t len, uint64_t raddr,
+                 uint64_t rkey, int timeout_ms) {
+  if (loff + len > local.len) throw FabricError("RMA outside the local region");
+  if (len == 0) return;
+  const size_t chunk = std::max<size_t>(4096, std::min(opt_.max_chunk, max_msg_));
+  const size_t nops = (len + chunk - 1) / chunk;
+  auto bh = std::make_unique<Batch>();
+  Batch& b = *bh;
+  auto ctxh = std::make_unique<std::vector<OpCtx>>(nops);
+  auto& ctx = *ctxh;
+  auto last_progress = std::chrono::steady_clock::now();
+  int errs_seen = 0;
+  auto check_timeout = [&] {
+    if (std::chrono::steady_clock::now() - last_progress > std::chrono::milliseconds(timeout_ms))
+      return true;
+    return false;
+  };
+  size_t posted = 0;
+  bool failed = false;
+  while ((posted < nops && !failed) || b.pending > 0) {
+    int done = progress_once();
+    if (done) last_progress = std::chrono::steady_clock::now();
+    if (b.errors > errs_seen) failed = true;
+    while (!failed && posted < nops && b.pending < opt_.depth) {
+      size_t off = posted * chunk;
+      size_t n = std::min(chunk, len - off);
+      ctx[posted].batch = &b;
+      char* lp = static_cast<char*>(local.base) + loff + off;
+      ssize_t rc;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        rc = is_read ? fi_read(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted])
+                     : fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
+      }
+      if (rc == -FI_EAGAIN) break;
+      if (rc) {
+        failed = true;
+        std::lock_guard<std::mutex> bg(b.mu);
+        b.err = ferr(is_read ? "fi_read" : "fi_write", rc);
+        break;
+      }
+      b.pending++;
+      inflight_++;
+      posted++;
+      last_progress = std::chrono::steady_clock::now();
+    }
+    if (check_timeout()) {
+      // Outstanding contexts live on this stack frame: we cannot return while
+      // libfabric may still complete them, so cancel and drain first.
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        fi_cancel(&ep_->fid, nullptr);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      while (b.pending > 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) progress_once();
+      if (b.pending > 0) {
+        // The peer vanished mid-transfer and the provider keeps the contexts:
+        // leak them deliberately rather than let a late completion scribble.
+        (void)ctxh.release();
+        (void)bh.release();
+      }
+      throw FabricError(std::string(is_read ? "fi_read" : "fi_write") + ": no progress for " +
+                        std::to_string(timeout_ms) + " ms (peer gone?)");
+    }
+    if (!done) sched_yield();
+  }
+  if (failed || b.errors) {
+    std::lock_guard<std::mutex> bg(b.mu);
+    throw FabricError(b.err.empty() ? "RMA failed" : b.err);
+  }
+}
+
+}  // namespace dynres::icheck

@@ -1,0 +1,298 @@
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dynres/icheck/config.hpp"
+#include "dynres/icheck/daemon.hpp"
+#include "dynres/icheck/policy.hpp"
+#include "dynres/icheck/wire.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dynres::icheck {
+
+namespace {
+double wall() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+double mem_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string k;
+  double v;
+  std::string unit;
+  while (f >> k >> v >> unit)
+    if (k == "MemAvailable:") return v * 1024;
+  return 0;
+}
+std::string hostname() {
+  char h[256] = {0};
+  ::gethostname(h, sizeof h - 1);
+  return h;
+}
+
+struct AgentProc {
+  std::string id, app, address;
+  pid_t pid = 0;
+  bool alive = true;
+  long long ncops_reported = 0;
+  json last;
+};
+
+class Manager {
+ public:
+  explicit Manager(const ManagerOptions& o) : opt_(o), cfg_(load_static(o.config)) {
+    if (opt_.node.empty()) opt_.node = hostname();
+    fs::create_directories(cfg_.run_dir);
+    fs::permissions(cfg_.run_dir, fs::perms::owner_all, fs::perm_options::replace);
+    if (opt_.listen.empty()) opt_.listen = "unix:" + (fs::path(cfg_.run_dir) / ("manager-" + opt_.node + ".sock")).string();
+    if (opt_.agent_bin.empty()) {
+      std::error_code ec;
+      auto self = fs::read_symlink("/proc/self/exe", ec);
+      opt_.agent_bin = ec ? "icagent" : (self.parent_path() / "icagent").string();
+    }
+  }
+
+  int run(std::atomic<bool>* stop) {
+    Socket l = listen_on(opt_.listen);
+    addr_ = bound_address(l, opt_.listen);
+    std::printf("READY %s\n", addr_.c_str());
+    std::fflush(stdout);
+    std::thread hb([&] { heartbeat_loop(stop); });
+    while (!*stop) {
+      Socket c = accept_on(l, 200);
+      if (!c.valid()) continue;
+      try {
+        json m = recv_msg(c, 10000);
+        json r;
+        try {
+          r = handle(m);
+        } catch (const std::exception& e) {
+          r = {{"error", e.what()}};
+        }
+        send_msg(c, r);
+      } catch (...) {
+      }
+    }
+    hb.join();
+    if (is_unix_address(addr_)) ::unlink(addr_.substr(5).c_str());
+    return 0;
+  }
+
+ private:
+  json handle(const json& m) {
+    std::string op = m.value("op", "");
+    if (op == "start") {
+      json out = json::array();
+      for (auto& idj : m.at("ids")) out.push_back(spawn(idj.get<std::string>(), m));
+      return {{"ok", true}, {"agents", out}};
+    }
+    if (op == "stop") {
+      for (auto& idj : m.at("ids")) stop_agent(idj.get<std::string>(), m.value("flush", false));
+      return {{"ok", true}};
+    }
+    if (op == "metrics") return metrics();
+    throw std::runtime_error("invalid: unknown op '" + op + "'");
+  }
+
+  json spawn(const std::string& id, const json& m) {
+    std::string app = m.at("app");
+    std::string sock = "unix:" + (fs::path(cfg_.run_dir) / ("agent-" + id + ".sock")).string();
+    if (!is_unix_address(opt_.listen)) sock = address_host(opt_.listen) + ":0";
+    std::string ready = (fs::path(cfg_.run_dir) / ("agent-" + id + ".ready")).string();
+    fs::remove(ready);
+    std::vector<std::string> args = {opt_.agent_bin, "--listen", sock, "--app", app, "--id", id,
+                                     "--uid", std::to_string(m.value("uid", 0u)), "--pfs-dir", cfg_.pfs_dir,
+                                     "--provider", cfg_.provider, "--pfs-every", std::to_string(m.value("pfs_every", 1)),
+                                     "--compress-threshold-mb", std::to_string(m.value("compress_threshold_mb", 1024.0)),
+                                     "--keep", std::to_string(m.value("keep", 2)), "--ready-file", ready};
+    if (!cfg_.fabric_node.empty()) args.insert(args.end(), {"--fabric-node", cfg_.fabric_node});
+    if (!m.value("multi_level", true)) args.push_back("--no-multi-level");
+    std::string log = (fs::path(cfg_.run_dir) / ("agent-" + id + ".log")).string();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd >= 0) ::dup2(fd, 1), ::dup2(fd, 2);
+      ::setsid();
+      std::vector<char*> av;
+      for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+      av.push_back(nullptr);
+      ::execv(av[0], av.data());
+      ::execvp("icagent", av.data());
+      ::_exit(127);
+    }
+    if (pid < 0) throw std::runtime_error("fork failed");
+    for (int i = 0; i < 200; ++i) {
+      std::ifstream f(ready);
+      std::string a;
+      if (f >> a) {
+        std::lock_guard<std::mutex> g(mu_);
+        agents_[id] = {id, app, a, pid, true, 0, json::object()};
+        return {{"id", id}, {"address", a}, {"host", hostname()}, {"pid", pid}};
+      }
+      int st;
+      if (::waitpid(pid, &st, WNOHANG) == pid) throw std::runtime_error("icagent exited at start (see " + log + ")");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid, SIGKILL);
+    throw std::runtime_error("icagent did not become ready");
+  }
+
+  void stop_agent(const std::string& id, bool flush) {
+    AgentProc a;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = agents_.find(id);
+      if (it == agents_.end()) return;
+      a = it->second;
+      agents_.erase(it);
+    }
+    if (!a.alive) return;
+    try {
+      Socket s = connect_to(a.address, 1000);
+      request(s, {{"op", "shutdown"}, {"flush", flush}}, 60000);
+    } catch (...) {
+      ::kill(a.pid, SIGTERM);
+    }
+    for (int i = 0; i < 100; ++i) {
+      int st;
+      if (::waitpid(a.pid, &st, WNOHANG) == a.pid) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(a.pid, SIGKILL);
+    ::waitpid(a.pid, nullptr, 0);
+  }
+
+  /// §6.3 metrics of this node.
+  json metrics() {
+    double now = wall();
+    double avail = mem_available();
+    if (opt_.mem_limit_gb > 0) avail = std::min(avail, opt_.mem_limit_gb * 1e9 - used_bytes_);
+    std::vector<double> sizes, times;
+    std::vector<long long> new_ops;
+    double last_op = 0;
+    int n_agents = 0;
+    used_bytes_ = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& [id, a] : agents_) {
+        if (!a.alive) continue;
+        n_agents++;
+        try {
+          Socket s = connect_to(a.address, 500);
+          json st = request(s, {{"op", "stats"}}, 2000);
+          long long n = st.value("ncops", 0LL);
+          new_ops.push_back(n - a.ncops_reported);
+          a.ncops_reported = n;
+          sizes.push_back(st.value("bytes", 0.0));
+          times.push_back(st.value("seconds", 0.0));
+          last_op = std::max(last_op, st.value("last_op", 0.0));
+          used_bytes_ += st.value("mem_bytes", 0.0);
+        } catch (...) {
+        }
+      }
+    }
+    long long ncops = ncops_update(ncops_, new_ops);  // Eq. 6.6
+    double dt = last_t_ > 0 ? now - last_t_ : 0;
+    json m = {{"avail_mem", avail},
+              {"mem_depletion_rate", memory_depletion_rate(last_avail_, avail, dt)},  // Eq. 6.5
+              {"ncops", ncops},
+              {"ncops_per_min", dt > 0 ? double(ncops - ncops_) * 60.0 / dt : 0.0},
+              {"dcop", last_op > 0 && last_op_ > 0 ? cop_interval(last_op_, last_op) : 0.0},  // Eq. 6.7
+              {"bandwidth", node_bandwidth(sizes, times)},                                  // Eq. 6.8-6.9
+              {"agents", n_agents},
+              {"agent_fill", agent_fill_rate(last_agents_, n_agents, dt)},                  // Eq. 6.10
+              {"power", power(n_agents)},
+              {"power_source", power_src_},
+              {"used_bytes", used_bytes_}};
+    ncops_ = ncops;
+    last_t_ = now;
+    last_avail_ = avail;
+    last_agents_ = n_agents;
+    if (last_op > 0) last_op_ = last_op;
+    return m;
+  }
+
+  /// §6.3.5: RAPL package energy when readable, else a declared model
+  /// (71 W idle + 5 W per active agent), labelled "modelled".
+  double power(int agents) {
+    std::ifstream f("/sys/class/powercap/intel-rapl:0/energy_uj");
+    double uj;
+    if (f >> uj) {
+      double now = wall();
+      double p = (rapl_t_ > 0 && now > rapl_t_ && uj >= rapl_uj_) ? (uj - rapl_uj_) / 1e6 / (now - rapl_t_) : 0;
+      rapl_uj_ = uj, rapl_t_ = now;
+      power_src_ = "rapl";
+      return p;
+    }
+    power_src_ = "modelled";
+    return 71.0 + 5.0 * agents;
+  }
+
+  void heartbeat_loop(std::atomic<bool>* stop) {
+    size_t cur = 0;
+    while (!*stop) {
+      std::vector<std::string> dead;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& [id, a] : agents_) {
+          int st;
+          if (a.alive && ::waitpid(a.pid, &st, WNOHANG) == a.pid) {
+            a.alive = false;
+            dead.push_back(id);
+          }
+        }
+      }
+      json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", metrics()},
+                  {"dead_agents", dead}};
+      bool sent = false;
+      for (size_t k = 0; k < cfg_.controllers.size() && !sent; ++k) {
+        size_t i = (cur + k) % cfg_.controllers.size();
+        try {
+          Socket s = connect_to(cfg_.controllers[i], 1000);
+          request(s, msg, 5000);
+          sent = true;
+          cur = i;
+        } catch (...) {
+        }
+      }
+      if (!sent && !dead.empty()) {  // report later
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& d : dead) agents_[d].alive = true, agents_[d].pid = -1;
+      }
+      for (int i = 0; i < int(cfg_.heartbeat_interval * 10) && !*stop; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& [id, a] : agents_)
+      if (a.alive && a.pid > 0) ::kill(a.pid, SIGTERM);  // stopping the manager stops its agents
+  }
+
+  ManagerOptions opt_;
+  StaticConfig cfg_;
+  std::string addr_;
+  std::mutex mu_;
+  std::map<std::string, AgentProc> agents_;
+  long long ncops_ = 0;
+  double last_t_ = 0, last_avail_ = 0, last_op_ = 0, used_bytes_ = 0, rapl_uj_ = 0, rapl_t_ = 0;
+  int last_agents_ = 0;
+  std::string power_src_ = "modelled";
+};
+}  // namespace
+
+int run_manager(const ManagerOptions& o, std::atomic<bool>* stop) {
+  Manager m(o);
+  return m.run(stop);
+}
+
+}  // namespace dynres::icheck

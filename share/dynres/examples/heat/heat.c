@@ -1,0 +1,365 @@
+/* heat — 2-D Jacobi heat simulation on a metal plate (seed 000 §2.2.2.2,
+ * the non-iMPI heat code used in §8.2.3) with iCheck checkpoint/restart
+ * (include/icheck.h, seed 000 §6.1.3, Listing 6.1).
+ *
+ * Usage:
+ *   mpiexec -n 4 heat [--nx 256] [--ny 256] [--iters 1000] [--ckpt-every 100]
+ *                     [--app heat] [--config icheck.yaml] [--no-icheck]
+ *                     [--fault-at N] [--no-persist] [--print-every N] [-q]
+ *   heat --nx 64 --ny 64 --iters 50 --no-icheck      (one plain process)
+ *
+ * The global grid has NY rows and NX columns (cells), boundaries included:
+ * row 0 is held at 100, row NY-1 at 0, column 0 at 75 and column NX-1 at 50
+ * (fixed Dirichlet conditions); interior cells start at 0. Rows are
+ * block-distributed over the ranks (rank r gets NY/size rows, the first
+ * NY%size ranks one more; each rank needs at least one row). Every
+ * iteration exchanges one ghost row with each neighbour (MPI_Sendrecv) and
+ * applies one Jacobi sweep u' = (up + down + left + right) / 4 to interior
+ * cells. The sweep is evaluated in the same order in every decomposition, so
+ * the result is bit-identical for any rank count.
+ *
+ * Checkpointing (unless --no-icheck or built with -DNO_ICHECK): icheck_init
+ * with the application name (--app, default "heat"), then two labels:
+ *   "grid"       this rank's rows of the global grid (lrows * NX doubles,
+ *                no ghost rows), i.e. a BLOCK distribution of the row-major
+ *                global array of shape {NY, NX} starting at element r0 * NX —
+ *                exactly what icredist needs for N -> M redistribution once
+ *                the API carries layouts (icheck_add_adapt_global, §7.4.1.2);
+ *   "iteration"  the number of completed iterations (int).
+ * A commit happens after every K-th completed iteration (--ckpt-every K,
+ * 0 = never). If icheck_init reports RESTART, icheck_restart_all() restores
+ * both labels and the run continues after the stored iteration; a restart
+ * needs the same rank count and grid size. --fault-at N kills the process
+ * (SIGKILL) after iteration N of a run that was not itself restarted, to
+ * exercise restart. icheck_finalize(IC_PERSIST) ends the run (--no-persist:
+ * flags 0). Note that a persisted checkpoint makes the next run of the same
+ * --app restart from it.
+ *
+ * Output (rank 0): per commit "heat: commit iteration=<i> version=<v>
+ * seconds=<max over ranks>", and finally
+ *   heat: checksum=<16 hex digits> iterations=<n>
+ * where the checksum is the wrapping sum over all cells of
+ * mix(global index, bits of the double), reduced with MPI_SUM and mixed with
+ * NX and NY — independent of the rank count and of interruption + restart.
+ *
+ * MPI_Init is called when started by a launcher (PMI_RANK, PMI_SIZE,
+ * PMIX_RANK, OMPI_COMM_WORLD_SIZE) or with --mpi; otherwise one process runs
+ * without MPI. Exit codes: 0 ok, 1 runtime error, 2 bad arguments.
+ */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef HEAT_HAVE_MPI
+#include <mpi.h>
+#endif
+#ifndef NO_ICHECK
+#include "icheck.h"
+#endif
+
+typedef struct {
+  int mpi, rank, size;
+} par_t;
+
+static par_t P = {0, 0, 1};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(int code) {
+  fflush(stdout);
+  fflush(stderr);
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  exit(code);
+}
+
+static double max_over_ranks(double v) {
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi) {
+    double out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+  }
+#endif
+  return v;
+}
+
+static uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* Fixed boundary value of global cell (g, j), or -1 for interior cells. */
+static double boundary(long g, long j, long nx, long ny) {
+  if (g == 0) return 100.0;
+  if (g == ny - 1) return 0.0;
+  if (j == 0) return 75.0;
+  if (j == nx - 1) return 50.0;
+  return -1.0;
+}
+
+__attribute__((unused)) static int launched_by_mpiexec(void) {
+  const char* v[] = {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
+    if (getenv(v[i])) return 1;
+  return 0;
+}
+
+static long parse_long(const char* s, const char* name, long min) {
+  char* end = NULL;
+  long v = strtol(s, &end, 10);
+  if (!s[0] || *end || v < min) {
+    fprintf(stderr, "heat: --%s wants an integer >= %ld, got '%s'\n", name, min, s);
+    exit(2);
+  }
+  return v;
+}
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: heat [--nx N] [--ny N] [--iters N] [--ckpt-every K] [--app NAME]\n"
+          "            [--config PATH] [--no-icheck] [--fault-at N] [--no-persist]\n"
+          "            [--print-every N] [--mpi|--no-mpi] [-q]\n"
+          "2-D Jacobi heat simulation (seed 000 §2.2.2.2) with iCheck checkpoints.\n");
+}
+
+#ifndef NO_ICHECK
+static void check_ic(int rc, const char* what) {
+  if (rc == ICHECK_OK) return;
+  fprintf(stderr, "heat: rank %d: %s failed: %s (%d)\n", P.rank, what, icheck_strerror(rc), rc);
+  if (rc == ICHECK_EMISMATCH)
+    fprintf(stderr, "heat: the checkpoint was taken with another grid size or rank count "
+                    "(redistribute it with icredist, or use another --app)\n");
+  die(1);
+}
+#endif
+
+int main(int argc, char** argv) {
+  long nx = 256, ny = 256, iters = 1000, ckpt_every = 100, fault_at = 0, print_every = 0;
+  const char* app = "heat";
+  const char* config = NULL;
+  int use_icheck = 1, persist = 1, quiet = 0, force_mpi = 0, no_mpi = 0;
+  enum { O_NX = 1000, O_NY, O_ITERS, O_CKPT, O_APP, O_CONFIG, O_NOICHECK, O_FAULT, O_NOPERSIST,
+         O_PRINT, O_MPI, O_NOMPI };
+  static const struct option opts[] = {
+      {"nx", required_argument, 0, O_NX},           {"ny", required_argument, 0, O_NY},
+      {"iters", required_argument, 0, O_ITERS},     {"ckpt-every", required_argument, 0, O_CKPT},
+      {"app", required_argument, 0, O_APP},         {"config", required_argument, 0, O_CONFIG},
+      {"no-icheck", no_argument, 0, O_NOICHECK},    {"fault-at", required_argument, 0, O_FAULT},
+      {"no-persist", no_argument, 0, O_NOPERSIST},  {"print-every", required_argument, 0, O_PRINT},
+      {"mpi", no_argument, 0, O_MPI},               {"no-mpi", no_argument, 0, O_NOMPI},
+      {"quiet", no_argument, 0, 'q'},               {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    switch (c) {
+      case O_NX: nx = parse_long(optarg, "nx", 3); break;
+      case O_NY: ny = parse_long(optarg, "ny", 3); break;
+      case O_ITERS: iters = parse_long(optarg, "iters", 0); break;
+      case O_CKPT: ckpt_every = parse_long(optarg, "ckpt-every", 0); break;
+      case O_APP: app = optarg; break;
+      case O_CONFIG: config = optarg; break;
+      case O_NOICHECK: use_icheck = 0; break;
+      case O_FAULT: fault_at = parse_long(optarg, "fault-at", 0); break;
+      case O_NOPERSIST: persist = 0; break;
+      case O_PRINT: print_every = parse_long(optarg, "print-every", 0); break;
+      case O_MPI: force_mpi = 1; break;
+      case O_NOMPI: no_mpi = 1; break;
+      case 'q': quiet = 1; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "heat: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (iters > 0x7fffffffL) {
+    fprintf(stderr, "heat: --iters too large\n");
+    return 2;
+  }
+#ifdef NO_ICHECK
+  if (use_icheck && !quiet)
+    fprintf(stderr, "heat: built without iCheck: checkpointing disabled\n");
+  use_icheck = 0;
+  (void)app;
+  (void)config;
+#endif
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+#ifdef HEAT_HAVE_MPI
+  P.mpi = !no_mpi && (force_mpi || launched_by_mpiexec());
+  if (P.mpi) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &P.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P.size);
+  }
+#else
+  (void)no_mpi;
+  if (force_mpi) {
+    fprintf(stderr, "heat: built without MPI\n");
+    return 2;
+  }
+#endif
+  if (ny < P.size) {
+    if (P.rank == 0) fprintf(stderr, "heat: --ny %ld is smaller than the rank count %d\n", ny, P.size);
+    die(2);
+  }
+
+  /* row decomposition: global rows [r0, r0 + lrows) */
+  const long base = ny / P.size, rem = ny % P.size;
+  const long lrows = base + (P.rank < rem ? 1 : 0);
+  const long r0 = P.rank * base + (P.rank < rem ? P.rank : rem);
+  const int up = P.rank - 1, down = P.rank + 1;  /* neighbours; out of range = none */
+  const size_t cells = (size_t)(lrows + 2) * (size_t)nx;
+  double* u = calloc(cells, sizeof *u);
+  double* un = calloc(cells, sizeof *un);
+  if (!u || !un) {
+    fprintf(stderr, "heat: out of memory (%zu cells)\n", cells);
+    die(1);
+  }
+  for (long lr = 1; lr <= lrows; ++lr) {
+    const long g = r0 + lr - 1;
+    for (long j = 0; j < nx; ++j) {
+      double b = boundary(g, j, nx, ny);
+      u[lr * nx + j] = b >= 0 ? b : 0.0;
+    }
+  }
+  memcpy(un, u, cells * sizeof *u);
+
+  int iter_done = 0; /* completed iterations: label "iteration" */
+  int restarted = 0;
+  (void)persist;
+#ifndef NO_ICHECK
+  if (use_icheck) {
+    int status = ICHECK_STATUS_NEW;
+    const void* comm = NULL;
+#ifdef HEAT_HAVE_MPI
+    MPI_Comm world = MPI_COMM_WORLD;
+    if (P.mpi) comm = ICHECK_COMM(world);
+#endif
+    check_ic(icheck_init(config, app, comm, &status), "icheck_init");
+    /* interior rows only: contiguous, BLOCK layout {NY, NX} at r0 * NX */
+    check_ic(icheck_add("grid", u + nx, (size_t)lrows * (size_t)nx, ICHECK_DOUBLE), "icheck_add(grid)");
+    check_ic(icheck_add("iteration", &iter_done, 1, ICHECK_INT), "icheck_add(iteration)");
+    if (!quiet && P.rank == 0)
+      printf("heat: icheck mode=%s status=%s\n", icheck_mode(),
+             status == ICHECK_STATUS_RESTART ? "restart" : "new");
+    if (status == ICHECK_STATUS_RESTART) {
+      double t0 = now_s();
+      check_ic(icheck_restart_all(), "icheck_restart_all");
+      double dt = max_over_ranks(now_s() - t0);
+      if (iter_done < 0 || iter_done > iters) {
+        fprintf(stderr, "heat: restored iteration %d outside 0..%ld\n", iter_done, iters);
+        die(1);
+      }
+      restarted = 1;
+      if (!quiet && P.rank == 0)
+        printf("heat: restart version=%" PRId64 " iteration=%d seconds=%.6f\n", icheck_version(),
+               iter_done, dt);
+    }
+  }
+#endif
+  if (!quiet && P.rank == 0)
+    printf("heat: nx=%ld ny=%ld ranks=%d iters=%ld ckpt_every=%ld icheck=%d\n", nx, ny, P.size,
+           iters, use_icheck ? ckpt_every : 0, use_icheck);
+
+  const double t_begin = now_s();
+  for (long it = iter_done; it < iters; ++it) {
+    /* ghost-cell exchange with the neighbours above and below */
+#ifdef HEAT_HAVE_MPI
+    if (P.mpi && P.size > 1) {
+      const int pu = up >= 0 ? up : MPI_PROC_NULL;
+      const int pd = down < P.size ? down : MPI_PROC_NULL;
+      MPI_Sendrecv(u + nx, (int)nx, MPI_DOUBLE, pu, 0, u + (lrows + 1) * nx, (int)nx, MPI_DOUBLE,
+                   pd, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Sendrecv(u + lrows * nx, (int)nx, MPI_DOUBLE, pd, 1, u, (int)nx, MPI_DOUBLE, pu, 1,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+#else
+    (void)up;
+    (void)down;
+#endif
+    double delta = 0.0;
+    for (long lr = 1; lr <= lrows; ++lr) {
+      const long g = r0 + lr - 1;
+      if (g == 0 || g == ny - 1) continue; /* fixed boundary rows */
+      const double* a = u + lr * nx;
+      double* o = un + lr * nx;
+      for (long j = 1; j < nx - 1; ++j) {
+        o[j] = 0.25 * (a[j - nx] + a[j + nx] + a[j - 1] + a[j + 1]);
+        double d = o[j] > a[j] ? o[j] - a[j] : a[j] - o[j];
+        if (d > delta) delta = d;
+      }
+    }
+    memcpy(u + nx, un + nx, (size_t)lrows * (size_t)nx * sizeof *u);
+    iter_done = (int)(it + 1);
+
+    if (print_every > 0 && iter_done % print_every == 0) {
+      double dmax = max_over_ranks(delta);
+      if (P.rank == 0) printf("heat: iteration=%d max_delta=%.6e\n", iter_done, dmax);
+    }
+#ifndef NO_ICHECK
+    if (use_icheck && ckpt_every > 0 && iter_done % ckpt_every == 0) {
+      double t0 = now_s();
+      check_ic(icheck_commit(), "icheck_commit");
+      double dt = max_over_ranks(now_s() - t0);
+      if (!quiet && P.rank == 0)
+        printf("heat: commit iteration=%d version=%" PRId64 " seconds=%.6f bytes=%zu mode=%s\n",
+               iter_done, icheck_version(), dt, (size_t)ny * (size_t)nx * sizeof(double),
+               icheck_mode());
+    }
+#endif
+    if (fault_at > 0 && !restarted && iter_done == fault_at) {
+      if (P.rank == 0) printf("heat: fault injected after iteration %d: SIGKILL\n", iter_done);
+      fflush(stdout);
+      fflush(stderr);
+      raise(SIGKILL);
+    }
+  }
+  const double elapsed = max_over_ranks(now_s() - t_begin);
+
+  /* decomposition-independent checksum over the global grid */
+  uint64_t acc = 0, total = 0;
+  for (long lr = 1; lr <= lrows; ++lr) {
+    const uint64_t g = (uint64_t)(r0 + lr - 1);
+    for (long j = 0; j < nx; ++j) {
+      uint64_t bits;
+      memcpy(&bits, &u[lr * nx + j], sizeof bits);
+      acc += mix64(mix64(g * (uint64_t)nx + (uint64_t)j) ^ bits);
+    }
+  }
+  total = acc;
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi) MPI_Reduce(&acc, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+#endif
+  total = mix64(total ^ mix64(((uint64_t)nx << 32) ^ (uint64_t)ny));
+
+#ifndef NO_ICHECK
+  if (use_icheck) check_ic(icheck_finalize(persist ? IC_PERSIST : 0), "icheck_finalize");
+#endif
+  if (P.rank == 0) {
+    if (!quiet) printf("heat: done seconds=%.3f restarted=%d\n", elapsed, restarted);
+    printf("heat: checksum=%016" PRIx64 " iterations=%d\n", total, iter_done);
+  }
+  free(u);
+  free(un);
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi) MPI_Finalize();
+#endif
+  return 0;
+}

@@ -1,0 +1,337 @@
+# shellcheck shell=bash disable=SC2034
+# t/lib.sh — shared helpers for the dynres integration tests (bash).
+#
+#   . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
+#   t_begin 90                      # whole-test bound in seconds (watchdog)
+#   boot_cluster "$T_TMP/c" 4 --tick 0.2
+#   ...checks...
+#   t_done                          # prints the summary, exits 0/1
+#
+# Provides: a private temporary directory $T_TMP; cluster boot with teardown
+# (vcluster-down) and removal of the directory in an EXIT trap, even when the
+# test is interrupted or the watchdog fires; wait_for with a timeout;
+# assertions that print what differed and keep going (the test fails at the
+# end); state-file queries and invariant checks (allocations disjoint per
+# node, every job started at most once).
+#
+# Environment: DYNRES_BUILD (build tree; tools in $DYNRES_BUILD/bin),
+# DYNRES_SRC (source tree). DYNRES_KEEP_TMP=1 keeps $T_TMP for inspection.
+# Exit 77 means "skipped" to ctest.
+
+set -uo pipefail
+
+: "${DYNRES_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${DYNRES_BUILD:=$DYNRES_SRC/build}"
+export DYNRES_SRC DYNRES_BUILD
+export DYNRES_BIN=$DYNRES_BUILD/bin
+export PATH=$DYNRES_BIN:$DYNRES_SRC/share/dynres:$PATH
+unset DYNRES_HOME
+
+T_NAME=$(basename "${0%.sh}")
+T_FAILS=0
+T_CHECKS=0
+T_CLUSTERS=()
+T_PIDS=()
+T_WATCHDOG=""
+T_T0=$(date +%s.%N)
+T_TMP=""
+
+t_log() { printf '[%s %5.1fs] %s\n' "$T_NAME" "$(awk -v a="$T_T0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$*"; }
+
+# t_skip REASON — exit 77 (ctest: skipped).
+t_skip() { echo "[$T_NAME] SKIP: $*"; exit 77; }
+
+# t_fail MESSAGE — record a failed check and go on.
+t_fail() {
+  T_FAILS=$((T_FAILS + 1))
+  T_CHECKS=$((T_CHECKS + 1))
+  printf '[%s] FAIL: %s\n' "$T_NAME" "$*" >&2
+}
+t_pass() {
+  T_CHECKS=$((T_CHECKS + 1))
+  [[ -n ${T_VERBOSE:-} ]] && printf '[%s] ok: %s\n' "$T_NAME" "$*"
+  return 0
+}
+# t_fatal MESSAGE — record a failure and stop the test (cleanup still runs).
+# Inside $(...) it only ends the subshell: there, print and return 1 instead.
+t_fatal() {
+  t_fail "$*"
+  echo "[$T_NAME] stopping after a fatal failure" >&2
+  exit 1
+}
+
+_t_kill_tree() {  # pid: the process and its descendants, children first
+  local p=$1 c
+  for c in $(pgrep -P "$p" 2>/dev/null); do _t_kill_tree "$c"; done
+  kill -KILL "$p" 2>/dev/null || true
+}
+
+_t_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  # the watchdog's sleep too: it holds our stdout, which ctest waits on
+  [[ -n $T_WATCHDOG ]] && _t_kill_tree "$T_WATCHDOG"
+  local p d
+  for p in "${T_PIDS[@]}"; do _t_kill_tree "$p"; done
+  if ((rc != 0 || T_FAILS != 0)); then
+    for d in "${T_CLUSTERS[@]}"; do
+      [[ -f $d/mjsched.log ]] && { echo "--- last lines of $d/mjsched.log:" >&2; tail -n 15 "$d/mjsched.log" >&2; }
+    done
+  fi
+  for d in "${T_CLUSTERS[@]}"; do
+    timeout 40 vcluster-down --dir "$d" >/dev/null 2>&1 || echo "[$T_NAME] warning: vcluster-down --dir $d failed" >&2
+  done
+  # anything still running from our directory (job scripts, supervisors, daemons)
+  if [[ -n $T_TMP ]]; then
+    for p in $(procs_matching "$T_TMP"); do kill -KILL "$p" 2>/dev/null || true; done
+    if [[ -n ${DYNRES_KEEP_TMP:-} ]]; then
+      echo "[$T_NAME] kept $T_TMP" >&2
+    else
+      rm -rf -- "$T_TMP"
+    fi
+  fi
+  exit "$rc"
+}
+
+# t_begin SECONDS — temp dir, traps, and a watchdog that ends the test (and
+# so its cleanup) after SECONDS. Skips when the tools or sqlite3 are missing.
+t_begin() {
+  local bound=${1:-120}
+  command -v sqlite3 >/dev/null || t_skip "sqlite3 (Debian package sqlite3) is not installed"
+  command -v perl >/dev/null || t_skip "perl is not installed"
+  local t
+  for t in mjsub mjstat mjcancel mjsched mjstepd; do
+    [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"
+  done
+  T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynres-$T_NAME-XXXXXX") || t_fatal "mktemp failed"
+  trap _t_cleanup EXIT
+  trap 'echo "[$T_NAME] interrupted" >&2; exit 1' INT HUP
+  trap 'echo "[$T_NAME] FAIL: time bound of '"$bound"' s exceeded" >&2; T_FAILS=$((T_FAILS + 1)); exit 1' TERM
+  (sleep "$bound"; kill -TERM $$ 2>/dev/null) &
+  T_WATCHDOG=$!
+  disown "$T_WATCHDOG"
+  t_log "temporary directory $T_TMP"
+}
+
+# t_done — summary; exit 1 when any check failed.
+t_done() {
+  if ((T_FAILS)); then
+    t_log "$T_FAILS of $T_CHECKS checks FAILED"
+    exit 1
+  fi
+  t_log "all $T_CHECKS checks passed"
+  exit 0
+}
+
+# bg_register PID — kill this process (and its children) at cleanup.
+bg_register() { T_PIDS+=("$1"); }
+
+# ---------------------------------------------------------------- clusters
+
+# boot_cluster DIR N [vcluster-boot options] — local N-node cluster in DIR,
+# torn down at exit; sets DYNRES_HOME=DIR.
+boot_cluster() {
+  local dir=$1 n=$2
+  shift 2
+  T_CLUSTERS+=("$dir")
+  if ! vcluster-boot --local "$n" --dir "$dir" "$@" >"$T_TMP/boot.log" 2>&1; then
+    cat "$T_TMP/boot.log" >&2
+    t_fatal "vcluster-boot --local $n --dir $dir $* failed"
+  fi
+  export DYNRES_HOME=$dir
+}
+
+# sched_pid DIR — pid of the cluster's mjsched (empty when not running).
+sched_pid() {
+  local p
+  p=$(cat "$1/mjsched.pid" 2>/dev/null) || return 0
+  pid_alive "$p" && echo "$p"  # not kill -0: an exited daemon may linger as a zombie
+  return 0
+}
+
+# sq DIR SQL — query the state file (waits for locks up to 10 s).
+sq() { sqlite3 -batch -cmd '.timeout 10000' "$1/state.db" "$2"; }
+
+job_state() { sq "$1" "SELECT state FROM jobs WHERE id=$2"; }
+job_col() { sq "$1" "SELECT $3 FROM jobs WHERE id=$2"; }
+# count_jobs DIR [WHERE-clause]
+count_jobs() { sq "$1" "SELECT COUNT(*) FROM jobs ${2:+WHERE $2}"; }
+
+# state_digest DIR — checksum of the whole logical content of the state file.
+state_digest() { sqlite3 -batch -cmd '.timeout 10000' "$1/state.db" .dump | md5sum | cut -d' ' -f1; }
+
+# ---------------------------------------------------------------- waiting
+
+# wait_for SECONDS DESCRIPTION CMD... — poll CMD every 0.1 s until it
+# succeeds; on timeout record a failure naming DESCRIPTION and return 1.
+wait_for() {
+  local secs=$1 what=$2
+  shift 2
+  local end
+  end=$(awk -v t="$(date +%s.%N)" -v s="$secs" 'BEGIN{printf "%.3f", t+s}')
+  while :; do
+    if "$@"; then t_pass "$what"; return 0; fi
+    if awk -v n="$(date +%s.%N)" -v e="$end" 'BEGIN{exit !(n>e)}'; then
+      t_fail "timed out after ${secs}s waiting for: $what"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# state_is DIR ID STATE... — true when job ID is in one of the states.
+state_is() {
+  local dir=$1 id=$2 s
+  shift 2
+  s=$(job_state "$dir" "$id")
+  for x in "$@"; do [[ $s == "$x" ]] && return 0; done
+  return 1
+}
+# wait_state SECONDS DIR ID STATE... — wait_for a job state, saying which it had.
+wait_state() {
+  local secs=$1 dir=$2 id=$3
+  shift 3
+  wait_for "$secs" "job $id in state $*" state_is "$dir" "$id" "$@" ||
+    { echo "    job $id is $(job_state "$dir" "$id") ($(job_col "$dir" "$id" reason))" >&2; return 1; }
+}
+# no_active_jobs DIR — no PENDING or RUNNING job left.
+no_active_jobs() { [[ $(count_jobs "$1" "state IN ('PENDING','RUNNING')") == 0 ]]; }
+
+# ---------------------------------------------------------------- assertions
+
+assert_eq() {  # EXPECTED ACTUAL WHAT
+  if [[ $1 == "$2" ]]; then t_pass "$3"; else t_fail "$3: expected '$1', got '$2'"; fi
+}
+assert_ne() {  # UNEXPECTED ACTUAL WHAT
+  if [[ $1 != "$2" ]]; then t_pass "$3"; else t_fail "$3: got '$2', which it must not be"; fi
+}
+assert_match() {  # ERE ACTUAL WHAT
+  if [[ $2 =~ $1 ]]; then t_pass "$3"; else t_fail "$3: '$2' does not match /$1/"; fi
+}
+assert_contains() {  # TEXT NEEDLE WHAT — TEXT contains NEEDLE literally
+  if [[ $1 == *"$2"* ]]; then t_pass "$3"; else t_fail "$3: '$2' not found in: $(printf '%s' "$1" | head -c 600)"; fi
+}
+assert_not_contains() {  # TEXT NEEDLE WHAT
+  if [[ $1 != *"$2"* ]]; then t_pass "$3"; else t_fail "$3: '$2' must not appear in: $(printf '%s' "$1" | head -c 600)"; fi
+}
+assert_le() {  # A B WHAT — numerically A <= B (floats)
+  if awk -v a="$1" -v b="$2" 'BEGIN{exit !(a<=b)}'; then t_pass "$3"; else t_fail "$3: expected $1 <= $2"; fi
+}
+assert_lt() {  # A B WHAT — numerically A < B
+  if awk -v a="$1" -v b="$2" 'BEGIN{exit !(a<b)}'; then t_pass "$3"; else t_fail "$3: expected $1 < $2"; fi
+}
+assert_file_content() {  # FILE EXPECTED WHAT
+  if [[ ! -f $1 ]]; then t_fail "$3: file $1 does not exist"; return; fi
+  assert_eq "$2" "$(cat "$1")" "$3"
+}
+
+# t_run CMD... — run CMD, keeping its exit code in T_RC, its stdout in T_OUT
+# and its stderr in T_ERR (never fails itself).
+T_RC=0 T_OUT="" T_ERR=""
+t_run() {
+  "$@" >"$T_TMP/.out" 2>"$T_TMP/.err" </dev/null
+  T_RC=$?
+  T_OUT=$(cat "$T_TMP/.out")
+  T_ERR=$(cat "$T_TMP/.err")
+}
+# t_run_stdin FILE CMD... — like t_run with FILE on standard input.
+t_run_stdin() {
+  local in=$1
+  shift
+  "$@" >"$T_TMP/.out" 2>"$T_TMP/.err" <"$in"
+  T_RC=$?
+  T_OUT=$(cat "$T_TMP/.out")
+  T_ERR=$(cat "$T_TMP/.err")
+}
+
+# json_get FIELD — a top-level field of the JSON object on stdin ("null" for null).
+json_get() {
+  perl -MJSON::PP -0777 -ne 'my $d = decode_json($_); my $v = $d->{$ARGV_FIELD};
+    print defined $v ? (ref $v ? encode_json($v) : $v) : "null"; BEGIN { $ARGV_FIELD = shift @ARGV }' "$1"
+}
+
+# write_script FILE LINES... — a job script, one argument per line, executable.
+write_script() {
+  local f=$1
+  shift
+  printf '%s\n' "$@" >"$f"
+  chmod +x "$f"
+}
+
+# ---------------------------------------------------------------- invariants
+
+# check_started_once DIR — every job has exactly one "start" event if it ever
+# had a start time, none otherwise. Prints offenders; returns 1 on any.
+check_started_once() {
+  local bad
+  bad=$(sq "$1" "SELECT j.id || ' state=' || j.state || ' starts=' || COUNT(e.id) FROM jobs j
+                 LEFT JOIN events e ON e.job_id = j.id AND e.kind = 'start'
+                 GROUP BY j.id
+                 HAVING COUNT(e.id) != (CASE WHEN j.start_time IS NULL THEN 0 ELSE 1 END)")
+  if [[ -n $bad ]]; then t_fail "jobs not started exactly once: $(echo $bad)"; return 1; fi
+  t_pass "every job started at most once"
+}
+
+# check_allocations_disjoint DIR — for each node, the allocation intervals
+# that hold it never overlap (open allocations last until now) and only
+# running jobs hold an open allocation. Returns 1 on any overlap.
+check_allocations_disjoint() {
+  local out
+  out=$(sq "$1" "SELECT a.job_id, a.nodelist, a.start_time, IFNULL(a.end_time, ''), j.state
+                 FROM allocations a JOIN jobs j ON j.id = a.job_id ORDER BY a.start_time" |
+    perl -e '
+      sub expand {  # Slurm node list: n[1-3,7],gpu01
+        my ($s) = @_; my @out;
+        while (length $s) {
+          $s =~ s/^([^,\[]+)(\[([^\]]*)\])?,?// or die "bad nodelist $s\n";
+          my ($p, $r) = ($1, $3);
+          if (!defined $r) { push @out, $p; next }
+          for my $part (split /,/, $r) {
+            my ($lo, $hi) = split /-/, $part; $hi //= $lo;
+            push @out, sprintf("%s%0*d", $p, length $lo, $_) for $lo .. $hi;
+          }
+        }
+        @out;
+      }
+      my (%iv, $bad); my $now = time;
+      while (<STDIN>) {
+        chomp; my ($job, $nl, $s, $e, $st) = split /\|/;
+        if ($e eq "") { $e = $now + 1e6; print "job $job ($st) has an open allocation\n" if $st ne "RUNNING"; }
+        push @{ $iv{$_} }, [$s, $e, $job] for expand($nl);
+      }
+      for my $n (sort keys %iv) {
+        my @a = sort { $a->[0] <=> $b->[0] } @{ $iv{$n} };
+        for my $i (1 .. $#a) {
+          printf "node %s: job %d [%.3f, %.3f] overlaps job %d [%.3f, ...]\n", $n, $a[$i-1][2], $a[$i-1][0],
+            $a[$i-1][1], $a[$i][2], $a[$i][0] if $a[$i][0] < $a[$i-1][1] - 1e-6;
+        }
+      }')
+  if [[ -n $out ]]; then t_fail "allocations overlap: $out"; return 1; fi
+  t_pass "node allocations disjoint"
+}
+
+# pids_alive PID... — true when every pid exists (and is not a zombie).
+pid_alive() {
+  local s
+  s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $s && $s != Z && $s != X ]]
+}
+pids_alive() { local p; for p in "$@"; do pid_alive "$p" || return 1; done; }
+pids_gone() { local p; for p in "$@"; do pid_alive "$p" && return 1; done; return 0; }
+
+# procs_matching STRING — pids of live processes (not zombies) whose command
+# line contains STRING literally (this shell and its children excluded).
+procs_matching() {
+  perl -e '
+    my ($needle, @skip) = @ARGV; my %skip = map { $_ => 1 } @skip;
+    for my $d (glob "/proc/[0-9]*") {
+      my ($pid) = $d =~ m{(\d+)$}; next if $skip{$pid} || $pid == $$;
+      open(my $f, "<", "$d/cmdline") or next; local $/; my $c = <$f>; close $f;
+      next unless defined $c && length $c; $c =~ tr/\0/ /;
+      next if index($c, $needle) < 0;
+      open(my $s, "<", "$d/stat") or next; my $st = <$s>; close $s;
+      next if $st =~ /\)\s+[ZX]\s/;
+      print "$pid\n";
+    }' -- "$1" "$$" "$BASHPID"
+}
+no_procs_matching() { [[ -z $(procs_matching "$1") ]]; }

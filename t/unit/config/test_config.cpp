@@ -1,0 +1,118 @@
+// dynres.yaml: defaults, valid files, and every rejected key or value.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "dynres/config.hpp"
+
+using namespace dynres;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char t[] = "/tmp/dynres-unit-config-XXXXXX";
+    REQUIRE(::mkdtemp(t) != nullptr);
+    path = t;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& text) {
+    auto p = (path / "dynres.yaml").string();
+    std::ofstream(p) << text;
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("config: a missing file gives the defaults", "[config]") {
+  TempDir d;
+  auto c = load_config((d.path / "nope.yaml").string());
+  CHECK(c.policy.policy == sched::Policy::easy);
+  CHECK(c.policy.default_time_limit == Approx(3600));
+  CHECK(c.tick == Approx(1.0));
+  CHECK(c.kill_wait == Approx(5.0));
+  CHECK(c.launcher == "local");
+}
+
+TEST_CASE("config: an empty file gives the defaults", "[config]") {
+  TempDir d;
+  for (const char* text : {"", "# only a comment\n", "---\n"}) {
+    INFO(text);
+    auto c = load_config(d.write(text));
+    CHECK(c.policy.policy == sched::Policy::easy);
+    CHECK(c.tick == Approx(1.0));
+    CHECK(c.launcher == "local");
+  }
+}
+
+TEST_CASE("config: values are read", "[config]") {
+  TempDir d;
+  auto c = load_config(d.write(
+      "scheduler:\n  policy: fcfs\n  tick: 0.2\n  default_time_limit: 60\n  kill_wait: 0\n"
+      "launcher:\n  type: srun\n"
+      "power:\n  anything: 1\n"
+      "icheck:\n  whatever: [1, 2]\n"));
+  CHECK(c.policy.policy == sched::Policy::fcfs);
+  CHECK(c.tick == Approx(0.2));
+  CHECK(c.policy.default_time_limit == Approx(60));
+  CHECK(c.kill_wait == Approx(0));
+  CHECK(c.launcher == "srun");
+  CHECK(load_config(d.write("scheduler:\n  policy: backfill\n")).policy.policy == sched::Policy::backfill);
+}
+
+TEST_CASE("config: the shipped etc/dynres.yaml loads", "[config]") {
+  const char* src = std::getenv("DYNRES_SRC");
+  if (!src) return;  // run outside ctest
+  auto c = load_config(std::string(src) + "/etc/dynres.yaml");
+  CHECK(c.policy.policy == sched::Policy::easy);
+  CHECK(c.launcher == "local");
+  CHECK(c.tick == Approx(1.0));
+  CHECK(c.kill_wait == Approx(5));
+}
+
+TEST_CASE("config: bad keys and values are rejected naming the key", "[config]") {
+  TempDir d;
+  struct Case {
+    const char* text;
+    std::vector<const char*> needles;
+  };
+  std::vector<Case> cases = {
+      {"bogus: 1\n", {"unknown key", "bogus"}},
+      {"scheduler:\n  polcy: easy\n", {"unknown key", "scheduler.polcy"}},
+      {"launcher:\n  type: local\n  nodes: 4\n", {"unknown key", "launcher.nodes"}},
+      {"scheduler:\n  policy: sjf\n", {"scheduler.policy", "sjf"}},
+      {"scheduler:\n  policy: [fcfs]\n", {"scheduler.policy"}},
+      {"scheduler:\n  tick: 0\n", {"scheduler.tick"}},
+      {"scheduler:\n  tick: -1\n", {"scheduler.tick"}},
+      {"scheduler:\n  tick: fast\n", {"scheduler.tick"}},
+      {"scheduler:\n  kill_wait: -2\n", {"scheduler.kill_wait"}},
+      {"scheduler:\n  kill_wait: soon\n", {"scheduler.kill_wait"}},
+      {"scheduler:\n  default_time_limit: 0\n", {"scheduler.default_time_limit"}},
+      {"scheduler:\n  default_time_limit: -60\n", {"scheduler.default_time_limit"}},
+      {"scheduler:\n  default_time_limit: 1h\n", {"scheduler.default_time_limit"}},
+      {"launcher:\n  type: ssh\n", {"launcher.type", "ssh"}},
+      {"scheduler: 5\n", {"scheduler", "mapping"}},
+      {"launcher: [local]\n", {"launcher", "mapping"}},
+      {"- a\n- b\n", {"top level", "mapping"}},
+      {"scheduler:\n  policy: easy\n tick: 1\n", {"dynres.yaml"}},  // malformed YAML
+  };
+  for (auto& c : cases) {
+    INFO("config text:\n" << c.text);
+    auto path = d.write(c.text);
+    try {
+      load_config(path);
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      std::string msg = e.what();
+      INFO("message: " << msg);
+      CHECK_THAT(msg, Contains(path));
+      for (auto n : c.needles) CHECK_THAT(msg, Contains(n));
+    }
+  }
+}
