@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "../testutil.hpp"
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,17 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ckstore-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : dynres::test::TempDir {
+  TempDir() : dynres::test::TempDir("ckstore") {}
 };
 
 Options small_opts() {

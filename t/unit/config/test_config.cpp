@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "../testutil.hpp"
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,19 +15,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char t[] = "/tmp/dynres-unit-config-XXXXXX";
-    REQUIRE(::mkdtemp(t) != nullptr);
-    path = t;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string& text) {
-    auto p = (path / "dynres.yaml").string();
-    std::ofstream(p) << text;
-    return p;
-  }
+struct TempDir : dynres::test::TempDir {
+  TempDir() : dynres::test::TempDir("config") {}
+  std::string write(const std::string& text) const { return dynres::test::TempDir::write("dynres.yaml", text); }
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "../testutil.hpp"
 #include <cstdlib>
 #include <filesystem>
 
@@ -21,14 +23,8 @@ JobRecord resolve(const std::vector<std::pair<std::string, std::string>>& opts, 
   return resolve_job(s, cluster, script, "job.sh", "/home/u/work");
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char t[] = "/tmp/dynres-unit-jobspec-XXXXXX";
-    REQUIRE(::mkdtemp(t) != nullptr);
-    path = t;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+struct TempDir : dynres::test::TempDir {
+  TempDir() : dynres::test::TempDir("jobspec") {}
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "../testutil.hpp"
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -46,14 +48,8 @@ std::string header(uint32_t n) {
   return h;
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char t[] = "/tmp/dynres-unit-proto-XXXXXX";
-    REQUIRE(::mkdtemp(t) != nullptr);
-    path = t;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+struct TempDir : dynres::test::TempDir {
+  TempDir() : dynres::test::TempDir("proto") {}
 };
 
 }  // namespace

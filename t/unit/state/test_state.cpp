@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "../testutil.hpp"
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -15,15 +17,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char t[] = "/tmp/dynres-unit-state-XXXXXX";
-    REQUIRE(::mkdtemp(t) != nullptr);
-    path = t;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string db() const { return (path / "state.db").string(); }
+struct TempDir : dynres::test::TempDir {
+  TempDir() : dynres::test::TempDir("state") {}
+  std::string db() const { return file("state.db"); }
 };
 
 int64_t count(State& st, const std::string& sql) {
