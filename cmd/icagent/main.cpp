@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   cli.add_option("--compress-threshold-mb", o.compress_threshold_mb, "zstd-compress regions larger than this (MiB)");
   cli.add_option("--keep", o.keep_versions, "second-level versions kept");
   cli.add_flag("--no-multi-level{false}", o.multi_level, "do not write the second level");
+  cli.add_flag("--exit-with-parent", o.exit_with_parent, "stop when the starting process (manager) exits");
   cli.add_flag("--no-recycle{false}", o.recycle,
                "free superseded versions at once instead of reusing their buffers (less memory, slower commits)");
   cli.add_option("--ready-file", o.ready_file, "write the bound address here when ready");

@@ -84,7 +84,9 @@ class Agent {
     }
     std::thread pfs([this] { pfs_loop(); });
     std::vector<std::thread> workers;
+    const pid_t parent = ::getppid();
     while (!stop_ && !(ext_stop && *ext_stop)) {
+      if (opt_.exit_with_parent && ::getppid() != parent) break;  // orphaned
       Socket c = accept_on(l, 200);
       if (!c.valid()) continue;
       long pu = peer_uid(c);

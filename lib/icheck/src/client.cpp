@@ -1,5 +1,6 @@
 #include "dynres/icheck/client.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,7 +94,20 @@ class ClientImpl {
   bool zc_broken = false;       ///< a region could not be registered: stage instead
   bool direct_restore = false;  ///< restart_all in progress: RMA into the regions
   bool restored_in_place = false;
-  std::unique_ptr<AgentLink> agent;
+  std::unique_ptr<AgentLink> agent;  ///< MR: every process; SHMR: node leaders only
+  /// SHMR node segment (§6.2.2): POSIX shared memory (mode 0600, unlinked
+  /// once every node process mapped it) holding the checkpoints of all of
+  /// the node's processes back to back; the leader registers it once.
+  struct Segment {
+    void* p = nullptr;
+    size_t len = 0;
+    std::unique_ptr<MemRegion> mr;
+    ~Segment() {
+      mr.reset();
+      if (p) ::munmap(p, len);
+    }
+  };
+  std::unique_ptr<Segment> seg;
   json agent_list = json::array();
   long long app_id = -1;
   int64_t version = 0;
@@ -187,6 +201,7 @@ class ClientImpl {
     if (fab && fab_prov == prov) return;
     buf.reset();
     rmr.clear();
+    if (seg) seg->mr.reset();
     fab.reset();
     FabricOptions fo;
     fo.provider = prov;
@@ -206,8 +221,11 @@ class ClientImpl {
     agent.reset();
     try {
       if (!list.is_array() || list.empty()) throw std::runtime_error("empty agent list");
+      if (shmr() && !comm.node_leader()) throw Skip{};  // the node leader talks for us
       int m = int(list.size());
-      int idx = comm.rank() % m;
+      const int slot = shmr() ? comm.node_index() : comm.rank();
+      const int nslots = shmr() ? comm.nodes() : comm.size();
+      int idx = slot % m;  // agents >= nslots get no slot: min(m, nslots) write second-level parts
       const json& a = list[size_t(idx)];
       auto l = std::make_unique<AgentLink>();
       l->addr = a.at("address");
@@ -219,13 +237,14 @@ class ClientImpl {
       std::vector<std::string> peers;
       for (auto& x : list) peers.push_back(x.at("address"));
       json r = request(l->sock,
-                       {{"op", "hello"}, {"app", app}, {"uid", uid}, {"slot", comm.rank()}, {"nslots", comm.size()},
-                        {"nagents", m}, {"agent_index", idx}, {"peers", peers}, {"provider", fab->provider()},
+                       {{"op", "hello"}, {"app", app}, {"uid", uid}, {"slot", slot}, {"nslots", nslots},
+                        {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"peers", peers}, {"provider", fab->provider()},
                         {"addr", fab->address_hex()}},
                        cfg.connect_timeout_ms * 10);
       l->peer = fab->add_peer(r.at("addr"));
       l->versions = r.value("versions", json::array());
       agent = std::move(l);
+    } catch (const Skip&) {
     } catch (const std::exception& e) {
       last_error = e.what();
       ok = false;
@@ -248,6 +267,169 @@ class ClientImpl {
     b->len = want;
     b->mr = fab->register_memory(b->p, want);
     buf = std::move(b);
+  }
+
+  struct Skip {};
+  bool shmr() const { return cfg.dyn.strategy == "shmr"; }
+
+  /// Collective over the node: map a node segment of at least `bytes`
+  /// (reused while large enough). Returns the same verdict on every node
+  /// process.
+  bool ensure_segment(size_t bytes) {
+    bool have = seg && seg->len >= bytes;
+    if (comm.node_bcast(have ? "1" : "0") == "1") return true;
+    seg.reset();
+    const size_t len = (std::max<size_t>(bytes, 1) + (2u << 20) - 1) & ~size_t((2u << 20) - 1);
+    std::string name;
+    if (comm.node_leader()) {
+      static std::atomic<int> counter{0};
+      name = "/icheck." + std::to_string(uid) + "." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+      int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0 || ::ftruncate(fd, off_t(len)) != 0) {
+        last_error = "shmr: shm_open/ftruncate " + name + ": " + std::strerror(errno);
+        if (fd >= 0) ::close(fd), ::shm_unlink(name.c_str());
+        name.clear();
+      } else {
+        ::close(fd);
+      }
+    }
+    name = comm.node_bcast(name);
+    if (name.empty()) return false;
+    void* p = MAP_FAILED;
+    int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+    if (fd >= 0) {
+      p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+      ::close(fd);
+    }
+    bool mine = p != MAP_FAILED;
+    if (!mine) last_error = "shmr: cannot map node segment " + name + ": " + std::strerror(errno);
+    // every node process must have mapped it before the name disappears
+    const bool all = comm.node_bcast(std::to_string(comm.node_allgather(mine ? 1 : 0) == std::vector<int64_t>(size_t(comm.node_size()), 1))) == "1";
+    if (comm.node_leader()) ::shm_unlink(name.c_str());
+    if (mine) {
+      seg = std::make_unique<Segment>();
+      seg->p = p;
+      seg->len = len;
+    }
+    if (!all) seg.reset();
+    return all;
+  }
+
+  /// SHMR commit (§6.2.2, Eq. 6.2): every process of a node copies its
+  /// regions into the node segment (t_shmcopy), then the node leader moves
+  /// the whole segment to its agent with one RMA stream; the version becomes
+  /// current when all leaders' agents hold it. Collective over the world.
+  int commit_shmr(int64_t v) {
+    const size_t mine = total_bytes();
+    auto sizes = comm.node_allgather(int64_t(mine));
+    size_t base = 0, node_total = 0;
+    for (int i = 0; i < int(sizes.size()); ++i) {
+      if (i < comm.node_rank()) base += size_t(sizes[size_t(i)]);
+      node_total += size_t(sizes[size_t(i)]);
+    }
+    bool ok = ensure_segment(node_total);
+    json regs = regions_json();
+    for (auto& r : regs) r["offset"] = size_t(r["offset"]) + base;
+    if (ok) copy_out(0, mine, static_cast<char*>(seg->p) + base);
+    auto parts = comm.node_gather(regs.dump());
+    comm.node_barrier();  // the node's data is in the segment
+    json all = json::array();
+    for (auto& p : parts)
+      for (auto& r : json::parse(p)) all.push_back(r);
+    if (ok && agent) {
+      auto run = [this, v, node_total, all] {
+        if (!seg->mr) seg->mr = fab->register_memory(seg->p, seg->len);
+        transfer_via(v, true, *seg->mr, seg->len, node_total, all);
+      };
+      if (async) {
+        pending_v = v;
+        worker_ok = false;
+        worker = std::thread([this, run] {
+          try {
+            run();
+            worker_ok = true;
+          } catch (const std::exception& e) {
+            worker_err = e.what();
+          }
+        });
+        return ICHECK_OK;
+      }
+      try {
+        run();
+      } catch (const std::exception& e) {
+        last_error = e.what();
+        ok = false;
+      }
+    } else if (ok && async) {
+      pending_v = v;  // non-leader: the leader's agent transfer is pending
+      worker_ok = true;
+      return ICHECK_OK;
+    }
+    return finish_commit(v, ok);
+  }
+
+  /// SHMR restart: the node leader fetches the node's piece into the node
+  /// segment with one RMA, every node process takes its own regions (by
+  /// world rank). Collective over the node; same verdict on all of it.
+  bool restore_shmr(int64_t v) {
+    const bool pull = cfg.dyn.transfer != "push";
+    json info = {{"ok", false}};
+    json r;
+    if (agent) {
+      try {
+        r = request(agent->sock, {{"op", "rbegin"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, cfg.request_timeout_ms);
+        info = {{"ok", true}, {"total", r.at("total")}, {"regions", r.at("regions")}};
+      } catch (const std::exception& e) {
+        last_error = e.what();
+      }
+    }
+    info = json::parse(comm.node_bcast(info.dump()));
+    if (!info.value("ok", false)) return false;
+    const size_t total = info["total"];
+    bool ok = ensure_segment(total);
+    if (agent) {
+      try {
+        if (ok && total) {
+          if (!seg->mr) seg->mr = fab->register_memory(seg->p, seg->len);
+          Fabric::Busy busy(*fab);
+          if (pull)
+            request(agent->sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", 0}, {"len", total},
+                                  {"key", seg->mr->key}, {"base", seg->mr->remote_base}}, cfg.request_timeout_ms);
+          else
+            fab->read(agent->peer, *seg->mr, 0, total, r.at("base"), r.at("key"), 15000);
+        }
+        request(agent->sock, {{"op", "rend"}}, cfg.request_timeout_ms);
+      } catch (const std::exception& e) {
+        last_error = e.what();
+        ok = false;
+      }
+    }
+    ok = comm.node_bcast(ok ? "1" : "0") == "1";  // the leader's verdict
+    if (!ok) return false;
+    json regs = json::array();
+    size_t t = 0;
+    for (auto& x : info["regions"])
+      if (x.value("rank", -1) == comm.rank()) t += size_t(x.at("bytes"));
+    rdata.assign(t, 0);
+    t = 0;
+    bool sane = true;
+    for (auto& x : info["regions"]) {
+      if (x.value("rank", -1) != comm.rank()) continue;
+      size_t off = x.at("offset"), n = x.at("bytes");
+      if (off + n > total) {
+        last_error = "shmr: region outside the node piece";
+        sane = false;
+        break;
+      }
+      std::memcpy(rdata.data() + t, static_cast<char*>(seg->p) + off, n);
+      json y = x;
+      y["offset"] = t;
+      regs.push_back(y);
+      t += n;
+    }
+    rregions = regs;
+    comm.node_barrier();  // segment free again
+    return sane;
   }
 
   /// Register every added region with the fabric (once per region and
@@ -312,18 +494,23 @@ class ClientImpl {
 
   /// Local part of an RDMA commit: begin + chunks + end with this rank's agent.
   /// staged: the whole checkpoint is already in the buffer at its offset.
-  void transfer(int64_t v, bool staged) {
+  void transfer(int64_t v, bool staged) { transfer_via(v, staged, *buf->mr, buf->len, total_bytes(), regions_json()); }
+
+  /// Move `total` bytes described by `regs` through the registered buffer
+  /// `mr` (length `blen`): staged = the data already sits in the buffer at
+  /// its offset (async MR commits, SHMR node segments), else the regions are
+  /// copied in chunk by chunk (pipelining, §6.2.3.1).
+  void transfer_via(int64_t v, bool staged, MemRegion& bmr, size_t blen, size_t total, const json& regs) {
     AgentLink& a = *agent;
-    const size_t total = total_bytes();
     const bool pull = cfg.dyn.transfer != "push";
-    const size_t C = chunk_bytes();
+    const size_t C = staged ? std::max(chunk_bytes(), size_t(64) << 20) : chunk_bytes();
     const int to = cfg.request_timeout_ms;
     json r = request(a.sock,
-                     {{"op", "begin"}, {"v", v}, {"total", total}, {"regions", regions_json()},
-                      {"mode", pull ? "pull" : "push"}, {"key", buf->mr->key}, {"base", buf->mr->remote_base}},
+                     {{"op", "begin"}, {"v", v}, {"total", total}, {"regions", regs},
+                      {"mode", pull ? "pull" : "push"}, {"key", bmr.key}, {"base", bmr.remote_base}},
                      to);
-    char* b = static_cast<char*>(buf->p);
-    const size_t nsl = std::max<size_t>(1, buf->len / C);
+    char* b = static_cast<char*>(bmr.base);
+    const size_t nsl = std::max<size_t>(1, blen / C);
     if (pull) {
       Fabric::Busy busy(*fab);  // we are the RMA target: poll without naps
       size_t outstanding = 0;
@@ -346,7 +533,7 @@ class ClientImpl {
     } else {
       uint64_t rkey = r.at("key"), rbase = r.at("base");
       if (staged) {
-        fab->write(a.peer, *buf->mr, 0, total, rbase, rkey, 15000);
+        fab->write(a.peer, bmr, 0, total, rbase, rkey, 15000);
       } else {
         std::future<void> inflight;
         for (size_t off = 0, k = 0; off < total; off += C, ++k) {
@@ -355,8 +542,8 @@ class ClientImpl {
           if (nsl == 1 && inflight.valid()) inflight.get();
           copy_out(off, len, b + boff);
           if (inflight.valid()) inflight.get();
-          inflight = std::async(std::launch::async, [this, &a, boff, len, off, rbase, rkey] {
-            fab->write(a.peer, *buf->mr, boff, len, rbase + off, rkey, 15000);
+          inflight = std::async(std::launch::async, [this, &a, &bmr, boff, len, off, rbase, rkey] {
+            fab->write(a.peer, bmr, boff, len, rbase + off, rkey, 15000);
           });
         }
         if (inflight.valid()) inflight.get();
@@ -371,7 +558,7 @@ class ClientImpl {
     if (ok) {
       bool pok = true;
       try {
-        request(agent->sock, {{"op", "publish"}, {"v", v}}, cfg.request_timeout_ms);
+        if (agent) request(agent->sock, {{"op", "publish"}, {"v", v}}, cfg.request_timeout_ms);
       } catch (const std::exception& e) {
         last_error = e.what();
         pok = false;
@@ -469,6 +656,17 @@ class ClientImpl {
   /// Collective: find the newest restorable version (agents and second level).
   void discover() {
     std::vector<int64_t> mine(4, 0);
+    bool linked = agent != nullptr;
+    if (shmr()) linked = comm.node_bcast(agent ? "1" : "0") == "1";
+    if (shmr()) {
+      json vs = json::parse(comm.node_bcast(agent ? agent->versions.dump() : "[]"));
+      if (!agent && linked) {
+        std::vector<int64_t> x;
+        for (auto& e : vs) x.push_back(e.value("v", int64_t(0)));
+        std::sort(x.rbegin(), x.rend());
+        for (size_t i = 0; i < x.size() && i < 4; ++i) mine[i] = x[i];
+      }
+    }
     if (agent) {
       std::vector<int64_t> vs;
       for (auto& x : agent->versions) vs.push_back(x.value("v", int64_t(0)));
@@ -477,7 +675,7 @@ class ClientImpl {
     }
     auto all = comm.allgather(mine);
     int64_t v_agents = 0;
-    if (agent) {
+    if (linked) {
       for (int64_t cand : mine) {
         if (cand <= 0) continue;
         bool everywhere = true;
@@ -619,6 +817,7 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
     s.last_error = e.what();
     return ICHECK_EINVAL;
   }
+  if (s.cfg.dyn.strategy != "shmr") s.cfg.dyn.strategy = "mr";
   s.comm.set(comm);
   s.app = app_name;
   s.uid = uint32_t(::geteuid());
@@ -694,6 +893,7 @@ int Client::commit() {
     s.last_tsync = now_s() - s.commit_t0;
     return rc;
   }
+  if (s.shmr()) return s.commit_shmr(v);
   bool ok = true;
   if (!s.async && s.register_regions()) {
     try {
@@ -739,8 +939,8 @@ int Client::commit() {
 int Client::wait() {
   auto& s = *impl_;
   if (!s.inited) return ICHECK_ESTATE;
-  if (!s.worker.joinable()) return ICHECK_OK;
-  s.worker.join();
+  if (!s.worker.joinable() && s.pending_v == 0) return ICHECK_OK;
+  if (s.worker.joinable()) s.worker.join();
   if (!s.worker_ok) s.last_error = std::string(s.worker_err);
   int64_t v = s.pending_v;
   s.pending_v = 0;
@@ -753,7 +953,8 @@ int Client::restart() {
   if (s.restart_v <= 0) return ICHECK_ENOENT;
   s.restored_in_place = false;
   bool ok = false;
-  if (s.restart_src == "agents" && s.agent) ok = s.comm.all(s.restore_from_agent(s.restart_v));
+  if (s.restart_src == "agents" && s.mode == "rdma" && s.shmr()) ok = s.comm.all(s.restore_shmr(s.restart_v));
+  else if (s.restart_src == "agents" && s.agent) ok = s.comm.all(s.restore_from_agent(s.restart_v));
   else s.comm.all(false);
   int rc = ok ? ICHECK_OK : ICHECK_ENOENT;
   if (!ok) {
@@ -886,6 +1087,15 @@ int Client::enable_async(int flag) {
     if (rc) return rc;
   }
   s.async = flag != 0;
+  // Map, pre-fault and register the staging buffer now rather than inside
+  // the first asynchronous commit.
+  if (s.async && s.mode == "rdma" && s.fab && !s.regions.empty() && !s.shmr()) {
+    try {
+      s.ensure_buffer(s.total_bytes());
+    } catch (const std::exception& e) {
+      s.last_error = e.what();  // the commit will retry and report
+    }
+  }
   return ICHECK_OK;
 }
 
@@ -906,6 +1116,7 @@ int Client::finalize(int flags) {
   s.agent.reset();
   s.buf.reset();
   s.rmr.clear();
+  s.seg.reset();
   s.fab.reset();
   s.zc_broken = false;
   s.restored_in_place = false;

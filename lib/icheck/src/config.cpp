@@ -114,6 +114,7 @@ StaticConfig load_static(const std::string& path) {
   c.dyn = load_dynamic(c.dynamic_file);
   if (const char* e = std::getenv("ICHECK_PROVIDER")) c.provider = e;
   if (const char* e = std::getenv("ICHECK_TRANSFER")) c.dyn.transfer = e;
+  if (const char* e = std::getenv("ICHECK_STRATEGY"); e && *e) c.dyn.strategy = e;
   if (const char* e = std::getenv("ICHECK_PFS_DIR")) c.pfs_dir = e;
   if (const char* e = std::getenv("ICHECK_ZERO_COPY"); e && *e) c.dyn.zero_copy = std::string(e) != "0";
   return c;

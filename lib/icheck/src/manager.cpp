@@ -115,7 +115,8 @@ class Manager {
                                      "--uid", std::to_string(m.value("uid", 0u)), "--pfs-dir", cfg_.pfs_dir,
                                      "--provider", cfg_.provider, "--pfs-every", std::to_string(m.value("pfs_every", 1)),
                                      "--compress-threshold-mb", std::to_string(m.value("compress_threshold_mb", 1024.0)),
-                                     "--keep", std::to_string(m.value("keep", 2)), "--ready-file", ready};
+                                     "--keep", std::to_string(m.value("keep", 2)), "--ready-file", ready,
+                                     "--exit-with-parent"};
     if (!cfg_.fabric_node.empty()) args.insert(args.end(), {"--fabric-node", cfg_.fabric_node});
     if (!m.value("multi_level", true)) args.push_back("--no-multi-level");
     std::string log = (fs::path(cfg_.run_dir) / ("agent-" + id + ".log")).string();

@@ -52,6 +52,10 @@ struct AgentOptions {
   /// commit. Costs up to one extra checkpoint of memory per slot between
   /// commits; false frees superseded versions immediately.
   bool recycle = true;
+  /// Stop when the process that started the agent exits (checked every
+  /// 200 ms): managers and benchmarks set it so that agents never outlive
+  /// them as orphans.
+  bool exit_with_parent = false;
 };
 
 /// Run the agent until a shutdown request or *stop becomes true. Returns 0 on

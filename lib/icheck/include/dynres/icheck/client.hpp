@@ -5,9 +5,14 @@
 // file; MR layout: one slot per MPI rank, slot r served by agent r % M) and
 // "direct" (no agent reachable: every rank writes its regions with ckstore
 // to the second level, rank 0 writes the manifest).
-// Commit (§6.2.3.1): regions are copied chunk by chunk into a bounded,
-// registered buffer; pull = the agent fi_reads each chunk, push = the library
-// fi_writes it into the agent's piece buffer. A version becomes current only
+// SHMR layout (§6.2.2, strategy "shmr"): the processes of a node copy their
+// regions into one owner-only POSIX shared-memory segment; only the node
+// leader connects to an agent (node i -> agent i % M) and moves the segment.
+// Commit (§6.2.3.1): blocking MR commits register the application's regions
+// and move them by RMA without a library copy (zero_copy); otherwise (async,
+// zero_copy off) regions are copied into a bounded, pre-faulted, registered
+// buffer; pull = the agent fi_reads, push = the library fi_writes into the
+// agent's piece buffer. A version becomes current only
 // after every rank's agent acknowledged its piece complete; then every agent
 // is told to publish it (§6.2.3.2). Any agent failure turns the commit into a
 // direct write of the same version (§6.5.1) and the mode to "direct" until a
