@@ -9,6 +9,9 @@
 #                 (`true`, 1 node) while they are submitted;
 #   daemon down — the same with mjsched stopped (jobs stay PENDING; mjsub's
 #                 wake-up finds nobody listening);
+#   daemon busy — mjsched running, but one job holds every node, so each
+#                 submission wakes a full scheduling pass that starts nothing
+#                 (a submission storm on a busy cluster, the usual case);
 #   baselines   — the same number of single-row INSERT transactions into a
 #                 scratch WAL database (busy_timeout, synchronous=NORMAL, as
 #                 the state file) from PROCS concurrent sqlite3 CLI processes:
@@ -52,9 +55,9 @@ cd "$W" || exit 1
 write_script "$W/true.sh" '#!/bin/sh' '#SBATCH -N 1' '#SBATCH -o /dev/null' 'true'
 SCRIPT_TEXT=$(cat "$W/true.sh")
 
-# mjsub_run DIR -> "seconds failures"
+# mjsub_run DIR [JOBS_ALREADY_THERE] -> "seconds failures"
 mjsub_run() {
-  local dir=$1 k t0 t1 fails
+  local dir=$1 before=${2:-0} k t0 t1 fails
   rm -f "$W"/rc.* "$W"/err.*
   t0=$(now)
   for k in $(seq "$PROCS"); do
@@ -70,7 +73,7 @@ mjsub_run() {
   t1=$(now)
   fails=$(cat "$W"/rc.* | grep -vc '^0$')
   if grep -qi locked "$W"/err.* 2>/dev/null; then fails="$fails (locked!)"; fi
-  [[ $(count_jobs "$dir") == "$JOBS" ]] || fails="$fails (jobs recorded: $(count_jobs "$dir"))"
+  [[ $(count_jobs "$dir") == $((JOBS + before)) ]] || fails="$fails (jobs recorded: $(count_jobs "$dir"))"
   echo "$(secs "$t0" "$t1") $fails"
 }
 
@@ -118,7 +121,7 @@ baseline_proc() {
 }
 
 echo "submit_rate: $PROCS procs, $JOBS jobs, $NODES-node local cluster, $REPS repetitions, $(nproc) cores"
-UP=() DOWN=() BL=() BP=()
+UP=() DOWN=() BUSY=() BL=() BP=()
 for r in $(seq "$REPS"); do
   c=$T_TMP/up$r
   boot_cluster "$c" "$NODES" --tick 0.2 --kill-wait 1
@@ -135,23 +138,34 @@ for r in $(seq "$REPS"); do
   read -r down downfail < <(mjsub_run "$c")
   vcluster-down --dir "$c" >/dev/null 2>&1
 
+  c=$T_TMP/busy$r
+  boot_cluster "$c" "$NODES" --tick 0.2 --kill-wait 1
+  printf '#!/bin/bash\nsleep 300\n' >"$W/hold.sh"
+  DYNRES_HOME=$c mjsub --parsable -N "$NODES" "$W/hold.sh" >/dev/null
+  wait_for 20 "rep $r: the holding job runs" state_is "$c" 1 RUNNING >/dev/null
+  read -r busy busyfail < <(mjsub_run "$c" 1)
+  vcluster-down --dir "$c" >/dev/null 2>&1
+
   bl=$(baseline_long "$T_TMP/base.db")
   bp=$(baseline_proc "$T_TMP/base.db")
-  UP+=("$up") DOWN+=("$down") BL+=("$bl") BP+=("$bp")
-  printf 'rep %d: daemon up %6.3f s (%s/s, failed %s, not COMPLETED %s) | daemon down %6.3f s (%s/s, failed %s) | sqlite3 %6.3f s (%s/s) | sqlite3 per row %6.3f s (%s/s)\n' \
+  UP+=("$up") DOWN+=("$down") BUSY+=("$busy") BL+=("$bl") BP+=("$bp")
+  printf 'rep %d: daemon up %6.3f s (%s/s, failed %s, not COMPLETED %s) | daemon down %6.3f s (%s/s, failed %s) | daemon busy %6.3f s (%s/s, failed %s) | sqlite3 %6.3f s (%s/s) | sqlite3 per row %6.3f s (%s/s)\n' \
     "$r" "$up" "$(rate "$JOBS" 0 "$up")" "$upfail" "$notdone" "$down" "$(rate "$JOBS" 0 "$down")" "$downfail" \
+    "$busy" "$(rate "$JOBS" 0 "$busy")" "$busyfail" \
     "$bl" "$(rate "$JOBS" 0 "$bl")" "$bp" "$(rate "$JOBS" 0 "$bp")"
 done
 [[ -s $W/berr ]] && { echo "baseline errors:"; sort "$W/berr" | uniq -c | head; }
 
 mu=$(printf '%s\n' "${UP[@]}" | median)
 md=$(printf '%s\n' "${DOWN[@]}" | median)
+mb=$(printf '%s\n' "${BUSY[@]}" | median)
 ml=$(printf '%s\n' "${BL[@]}" | median)
 mp=$(printf '%s\n' "${BP[@]}" | median)
-ru=$(rate "$JOBS" 0 "$mu") rd=$(rate "$JOBS" 0 "$md") rl=$(rate "$JOBS" 0 "$ml") rp=$(rate "$JOBS" 0 "$mp")
+ru=$(rate "$JOBS" 0 "$mu") rd=$(rate "$JOBS" 0 "$md") rb=$(rate "$JOBS" 0 "$mb") rl=$(rate "$JOBS" 0 "$ml") rp=$(rate "$JOBS" 0 "$mp")
 echo "median of $REPS:"
 echo "mjsub (daemon up):   $PROCS procs, $JOBS jobs, $mu s, $ru submissions/s (target >= 300/s)$(awk -v r="$ru" 'BEGIN{if (r < 300) print "  BELOW TARGET"}')"
 echo "mjsub (daemon down): $PROCS procs, $JOBS jobs, $md s, $rd submissions/s"
+echo "mjsub (daemon busy): $PROCS procs, $JOBS jobs, $mb s, $rb submissions/s (scheduler up, cluster full; ratio to daemon down $(awk -v a="$rb" -v b="$rd" 'BEGIN{printf "%.2f", a/b}'))"
 echo "baseline sqlite3 inserts ($PROCS long-lived sqlite3, 1 tx per row): $ml s, $rl /s; ratio mjsub(up)/baseline $(awk -v a="$ru" -v b="$rl" 'BEGIN{printf "%.3f", a/b}'), mjsub(down)/baseline $(awk -v a="$rd" -v b="$rl" 'BEGIN{printf "%.3f", a/b}')"
 echo "baseline sqlite3 inserts (one sqlite3 process per row):            $mp s, $rp /s; ratio mjsub(up)/baseline $(awk -v a="$ru" -v b="$rp" 'BEGIN{printf "%.3f", a/b}'), mjsub(down)/baseline $(awk -v a="$rd" -v b="$rp" 'BEGIN{printf "%.3f", a/b}')"
 t_done >/dev/null

@@ -122,9 +122,18 @@ int Daemon::pass() {
       log("job " + std::to_string(s.job) + " started on " + std::to_string(ids.size()) + " node(s)");
     }
   }
-  if (!d.holds.empty()) {
+  // Record hold reasons (squeue's NODELIST(REASON)) only where they changed:
+  // a write transaction per pass would stall concurrent mjsub processes.
+  std::unordered_map<int64_t, std::string> old_reason;
+  for (auto& j : st.jobs({kPending})) old_reason[j.id] = j.reason;
+  std::vector<std::pair<int64_t, std::string>> changed;
+  for (auto& [id, why] : d.holds) {
+    auto it = old_reason.find(id);
+    if (it != old_reason.end() && it->second != why) changed.push_back({id, why});
+  }
+  if (!changed.empty()) {
     st.db().write_tx([&] {
-      for (auto& [id, why] : d.holds) st.set_reason(id, why);
+      for (auto& [id, why] : changed) st.set_reason(id, why);
     });
   }
   return started;
