@@ -70,6 +70,7 @@ bad "malformed time 1:2:3:4" "--time|1:2:3:4" -- mjsub --time=1:2:3:4 ok.sh
 bad "zero time" "--time" -- mjsub -t 0 ok.sh
 
 # power
+bad "unsupported --export" "--export" -- mjsub --export=PATH ok.sh
 bad "negative power" "--min-power|negative" -- mjsub --min-power -5 ok.sh
 bad "negative power (=)" "--max-power|negative" -- mjsub --max-power=-1 ok.sh
 bad "non-numeric power" "--max-power|abc" -- mjsub --max-power abc ok.sh
@@ -190,6 +191,16 @@ assert_file_content "$W/out-$JSON_ID-expand.txt" "name=expand nodes=1 list=$(job
 assert_file_content "$W/err-$JSON_ID.txt" "" "-e file exists, empty"
 assert_file_content "$W/sub/mold.out" "$W/sub
 n=4" "moldable job ran in -D sub on the largest even size"
+
+# --export=ALL (default) gives the job the submitter's environment (its PATH,
+# its variables; SLURM_* stay the scheduler's); --export=NONE the scheduler's
+write_script "$W/env.sh" '#!/bin/bash' 'echo "DYNRES_T_MARK=${DYNRES_T_MARK:-unset}"'
+ENV_ALL=$(DYNRES_T_MARK=from-submitter mjsub --parsable -o env-all.out env.sh)
+ENV_NONE=$(DYNRES_T_MARK=from-submitter mjsub --parsable --export=NONE -o env-none.out env.sh)
+wait_state 30 "$C" "$ENV_ALL" COMPLETED
+wait_state 30 "$C" "$ENV_NONE" COMPLETED
+assert_file_content "$W/env-all.out" "DYNRES_T_MARK=from-submitter" "--export=ALL: the submitter's environment reaches the job"
+assert_file_content "$W/env-none.out" "DYNRES_T_MARK=unset" "--export=NONE: the job runs in the scheduler's environment"
 
 # after a completed workload, bad input still changes nothing
 bad "min > max after jobs ran" "--min-nodes" -- mjsub --min-nodes 4 --max-nodes 1 ok.sh

@@ -26,6 +26,7 @@ const std::vector<OptionDef>& job_options() {
       {{"--min-power"}, true, "lowest power per node the job draws, watts"},
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
+      {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
   };
   return opts;
 }
@@ -41,7 +42,6 @@ const std::vector<OptionDef>& ignored_sbatch_options() {
       {{"--mem"}, true, "accepted for sbatch compatibility; no effect"},
       {{"--mail-type"}, true, "accepted for sbatch compatibility; no effect"},
       {{"--mail-user"}, true, "accepted for sbatch compatibility; no effect"},
-      {{"--export"}, true, "accepted for sbatch compatibility; no effect"},
       {{"--exclusive"}, false, "accepted for sbatch compatibility; no effect"},
       {{"--get-user-env"}, false, "accepted for sbatch compatibility; no effect"},
       {{"--requeue"}, false, "accepted for sbatch compatibility; no effect"},
@@ -161,6 +161,11 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.min_power = parse_watts(key, v);
   } else if (key == "--max-power") {
     s.max_power = parse_watts(key, v);
+  } else if (key == "--export") {
+    std::string u = v;
+    for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (u != "ALL" && u != "NONE") throw SpecError("--export: only ALL or NONE are supported, got '" + v + "'");
+    s.export_env = u == "ALL";
   } else if (key == "--rigid") {
     if (!v.empty()) throw SpecError("--rigid takes no value");
     s.rigid = true;

@@ -38,6 +38,15 @@ JobRecord submit_job(const SubmitRequest& req) {
 
   State st(state_path(req.home));
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
+  if (spec.export_env) {  // sbatch --export=ALL: the job runs in the submitter's environment
+    nlohmann::json env = nlohmann::json::object();
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    j.env = env.dump();
+  }
   j.submit_time = now_seconds();
   j.id = st.submit(j);
   proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dynres/hostlist.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
@@ -117,6 +119,28 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
     throw std::runtime_error("cannot rename " + tmp + ": " + std::strerror(errno));
 }
 
+// Replace the environment by the submitter's (sbatch --export=ALL), keeping
+// this process's SLURM_* variables: they describe the enclosing allocation
+// and must never be overwritten. Called in the child just before exec.
+void apply_job_environment(const std::string& json_env) {
+  nlohmann::json env;
+  try {
+    env = nlohmann::json::parse(json_env);
+  } catch (...) {
+    return;  // keep the scheduler's environment
+  }
+  std::vector<std::pair<std::string, std::string>> slurm;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (kv.rfind("SLURM_", 0) == 0 && eq != std::string::npos) slurm.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
+  ::clearenv();
+  for (auto& [k, v] : env.items())
+    if (k.rfind("SLURM_", 0) != 0 && v.is_string()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+  for (auto& [k, v] : slurm) ::setenv(k.c_str(), v.c_str(), 1);
+}
+
 // Record the end, retrying if the state file is briefly unavailable.
 void record_end(State& st, int64_t id, const std::string& state, std::optional<int> code, const std::string& why) {
   for (int attempt = 0;; ++attempt) {
@@ -190,6 +214,7 @@ int run_step(const StepConfig& cfg, int go_fd) {
                    job->workdir.c_str(), std::strerror(errno));
       ::_exit(1);
     }
+    if (!job->env.empty()) apply_job_environment(job->env);
     ::setenv("MJ_JOB_ID", std::to_string(cfg.job_id).c_str(), 1);
     ::setenv("MJ_JOB_NAME", job->name.c_str(), 1);
     ::setenv("MJ_JOB_NODELIST", job->nodelist.c_str(), 1);

@@ -65,6 +65,8 @@ CREATE TABLE events(
 )sql",
     // 2: where mjsub ran (MJ_SUBMIT_DIR), distinct from the job's working directory
     "ALTER TABLE jobs ADD COLUMN submit_dir TEXT NOT NULL DEFAULT ''",
+    // 3: the submitter's environment (JSON object; '' = the daemon's), as sbatch --export=ALL
+    "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT ''",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -85,7 +87,7 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -115,6 +117,7 @@ JobRecord job_from_row(const Stmt& s) {
   j.supervisor_pid = s.opt_i64(23);
   j.cancel_requested = s.i64(24) != 0;
   j.submit_dir = s.text(25);
+  j.env = s.text(26);
   return j;
 }
 
@@ -152,12 +155,12 @@ int64_t State::submit(JobRecord j) {
   db_.write_tx([&] {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
-           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
-    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, std::string("None")).bind(17, j.submit_dir);
+    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, std::string("None")).bind(17, j.submit_dir).bind(18, j.env);
     s.run();
     id = db_.last_insert_id();
     Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");

@@ -27,6 +27,7 @@ struct JobSpec {
   std::optional<std::string> output, error, chdir;
   std::optional<double> min_power, max_power;       ///< watts per node
   bool rigid = false;
+  bool export_env = true;  ///< --export=ALL (default) | NONE
 };
 
 /// One option of the table shared by the command line and the directives.

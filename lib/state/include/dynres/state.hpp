@@ -49,6 +49,7 @@ struct JobRecord {
   std::string script;             ///< the job script's text (stored copy)
   std::string workdir, stdout_path, stderr_path;  ///< %j/%x already expanded
   std::string submit_dir;         ///< where mjsub ran (MJ_SUBMIT_DIR)
+  std::string env;                ///< submitter's environment as a JSON object; "" = --export=NONE
   double submit_time = 0;
   std::optional<double> start_time, end_time;
   int num_nodes = 0;              ///< nodes held now (or at the end)
