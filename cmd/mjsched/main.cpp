@@ -1,5 +1,6 @@
 // mjsched — the dynres scheduler daemon (mjsched(8)).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -45,19 +46,23 @@ int main(int argc, char** argv) {
     d.stepd_path = dynres::launch::self_dir() + "/mjstepd";
     if (::access(d.stepd_path.c_str(), X_OK) != 0)
       throw std::runtime_error("cannot find the job supervisor " + d.stepd_path);
-    {  // closed before any fork: an SQLite connection must not cross fork()
-    dynres::State st(dynres::state_path(d.home), true);
+    // The state file holds job scripts and environments: owner-only files.
+    ::umask(077);
+    // Lock first: a refused second daemon must not touch the state file. The
+    // lock is kept across the --daemon fork.
+    d.lock();
+    std::vector<std::pair<std::string, std::string>> nh;
     if (!nodes.empty()) {
       auto n = dynres::expand_hostlist(nodes);
       auto h = hosts.empty() ? n : dynres::expand_hostlist(hosts);
       if (h.size() != n.size()) throw std::runtime_error("--hosts must name as many hosts as --nodes has nodes");
-      std::vector<std::pair<std::string, std::string>> nh;
       for (size_t i = 0; i < n.size(); ++i) nh.push_back({n[i], h[i]});
-      st.register_nodes(nh);
     }
-    if (st.nodes().empty()) throw std::runtime_error("the cluster has no nodes: pass --nodes (see vcluster-boot(1))");
+    {  // closed before any fork: an SQLite connection must not cross fork()
+      dynres::State st(dynres::state_path(d.home), true);
+      if (!nh.empty()) st.register_nodes(nh);
+      if (st.nodes().empty()) throw std::runtime_error("the cluster has no nodes: pass --nodes (see vcluster-boot(1))");
     }
-    d.lock();  // before detaching, so a second daemon fails on the terminal
     if (daemon) {
       pid_t pid = ::fork();
       if (pid < 0) throw std::runtime_error("fork failed");
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
       ::dup2(nul, 0);
       ::dup2(log, 1);
       ::dup2(log, 2);
+      if (nul > 2) ::close(nul);
+      if (log > 2) ::close(log);
     }
     return d.run();
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 // mjstepd — per-job supervisor started by mjsched (the role of slurmstepd).
 // Not meant to be run by hand; see mjsched(8).
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -15,6 +17,10 @@ int main(int argc, char** argv) {
   app.add_option("--kill-wait", cfg.kill_wait, "seconds from SIGTERM to SIGKILL");
   app.add_option("--go-fd", go_fd, "descriptor to wait on before starting");
   CLI11_PARSE(app, argc, argv);
+  // mjsched runs with umask 077 (its state file is private); job output files
+  // and the job itself get the usual 022. SQLite gives the state file's WAL
+  // the main file's mode, so this does not open the state file up.
+  ::umask(022);
   try {
     return dynres::launch::run_step(cfg, go_fd);
   } catch (const std::exception& e) {

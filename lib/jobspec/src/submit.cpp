@@ -45,7 +45,8 @@ JobRecord submit_job(const SubmitRequest& req) {
       auto eq = kv.find('=');
       if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    j.env = env.dump();
+    // variables that are not valid UTF-8 get U+FFFD instead of failing the submission
+    j.env = env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   j.submit_time = now_seconds();
   j.id = st.submit(j);

@@ -33,13 +33,32 @@ std::string self_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
-bool supervisor_alive(int64_t pid) {
-  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return errno == EPERM;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+bool supervisor_alive(int64_t pid, int64_t job_id) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  std::string base = "/proc/" + std::to_string(pid);
+  std::ifstream st(base + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+  auto rp = stat.rfind(')');
+  if (rp == std::string::npos || rp + 2 >= stat.size() || stat[rp + 2] == 'Z') return false;  // gone or zombie
+  // spawn_supervisor returns only after exec, so the command line is mjstepd's:
+  // argv[0] ends in mjstepd and "--job <id>" names this job (no pid-reuse mix-up).
+  std::ifstream f(base + "/cmdline");
   std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  // Between fork() and exec() a new supervisor still shows mjsched's command
-  // line, and during execve() the command line reads empty.
-  return cmd.empty() || cmd.find("mjstepd") != std::string::npos || cmd.find("mjsched") != std::string::npos;
+  std::vector<std::string> argv;
+  for (size_t a = 0; a < cmd.size();) {
+    size_t z = cmd.find('\0', a);
+    if (z == std::string::npos) z = cmd.size();
+    argv.push_back(cmd.substr(a, z - a));
+    a = z + 1;
+  }
+  if (argv.empty() || argv[0].size() < 7 || argv[0].compare(argv[0].size() - 7, 7, "mjstepd") != 0) return false;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--job") return argv[i + 1] == std::to_string(job_id);
+  return false;
+}
+
+void kill_step(std::optional<int64_t> pgid) {
+  if (pgid && *pgid > 1 && ::kill(-static_cast<pid_t>(*pgid), 0) == 0) ::kill(-static_cast<pid_t>(*pgid), SIGKILL);
 }
 
 Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
@@ -58,7 +77,8 @@ Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
   if (pid == 0) {
     ::close(ex[0]);
     ::setsid();
-    ::dup2(p[0], 3);  // dup2 clears close-on-exec on fd 3
+    if (p[0] == 3) ::fcntl(3, F_SETFD, 0);  // dup2(3, 3) would keep close-on-exec
+    else ::dup2(p[0], 3);                   // dup2 clears close-on-exec on fd 3
     int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, 0);
     std::string id = std::to_string(cfg.job_id), kw = std::to_string(cfg.kill_wait);
@@ -238,7 +258,14 @@ int run_step(const StepConfig& cfg, int go_fd) {
     std::fprintf(stderr, "mjstepd: cannot exec %s: %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }
-  if (child > 0) ::setpgid(child, child);
+  if (child > 0) {
+    ::setpgid(child, child);
+    try {
+      st.set_step_pgid(cfg.job_id, child);
+    } catch (const std::exception&) {
+      // only used to clean up after a lost supervisor; the job runs regardless
+    }
+  }
   ::close(out);
   if (err != out) ::close(err);
   if (child < 0) {
@@ -302,9 +329,10 @@ CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t 
   if (j->state != kRunning) return CancelResult::already_finished;
   st.request_cancel(id);
   int64_t pid = j->supervisor_pid.value_or(0);
-  if (supervisor_alive(pid)) {
+  if (supervisor_alive(pid, id)) {
     ::kill(static_cast<pid_t>(pid), SIGTERM);
   } else {
+    kill_step(j->step_pgid);
     st.finish_job(id, kCancelled, std::nullopt, "Cancelled (supervisor gone)", now_seconds());
     proto::notify(sched_socket(home), {{"op", "wake"}, {"why", "cancel"}, {"job", id}});
   }

@@ -90,11 +90,12 @@ int Daemon::pass() {
   double now = now_seconds();
   // Reconcile: a RUNNING job needs a live supervisor.
   for (auto& j : st.jobs({kRunning})) {
-    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0))) {
+    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // confirm: no transient misread
-      if (launch::supervisor_alive(j.supervisor_pid.value_or(0))) continue;
+      if (launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) continue;
       // re-read: the supervisor may have recorded the end meanwhile
       auto fresh = st.job(j.id);
+      if (fresh && fresh->state == kRunning) launch::kill_step(fresh->step_pgid);  // its nodes are reused next
       if (fresh && fresh->state == kRunning && st.finish_job(j.id, kFailed, std::nullopt, "supervisor lost", now))
         log("job " + std::to_string(j.id) + ": supervisor " + std::to_string(j.supervisor_pid.value_or(0)) +
             " is gone; recorded FAILED");

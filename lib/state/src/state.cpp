@@ -67,6 +67,8 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN submit_dir TEXT NOT NULL DEFAULT ''",
     // 3: the submitter's environment (JSON object; '' = the daemon's), as sbatch --export=ALL
     "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT ''",
+    // 4: process group of the job step, so a step can be stopped when its supervisor is gone
+    "ALTER TABLE jobs ADD COLUMN step_pgid INTEGER",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -87,7 +89,7 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -118,6 +120,7 @@ JobRecord job_from_row(const Stmt& s) {
   j.cancel_requested = s.i64(24) != 0;
   j.submit_dir = s.text(25);
   j.env = s.text(26);
+  j.step_pgid = s.opt_i64(27);
   return j;
 }
 
@@ -258,6 +261,11 @@ bool State::cancel_pending(int64_t id, double now) {
 void State::request_cancel(int64_t id) {
   Stmt up(db_, "UPDATE jobs SET cancel_requested=1 WHERE id=?");
   up.bind(1, id).run();
+}
+
+void State::set_step_pgid(int64_t id, int64_t pgid) {
+  Stmt up(db_, "UPDATE jobs SET step_pgid=? WHERE id=?");
+  up.bind(1, pgid).bind(2, id).run();
 }
 
 void State::set_reason(int64_t id, const std::string& reason) {

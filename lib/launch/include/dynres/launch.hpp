@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dynres::launch {
@@ -47,9 +48,13 @@ void release(Spawned& s);
 /// Returns the process exit status for mjstepd.
 int run_step(const StepConfig& cfg, int go_fd);
 
-/// True if pid is a live mjstepd process, or an mjsched child about to exec
-/// one (guards against pid reuse by unrelated processes).
-bool supervisor_alive(int64_t pid);
+/// True if pid is a live (not zombie) mjstepd process supervising job_id
+/// (guards against pid reuse).
+bool supervisor_alive(int64_t pid, int64_t job_id);
+
+/// SIGKILL the process group of a job step whose supervisor is gone
+/// (no-op for an unset or vanished group).
+void kill_step(std::optional<int64_t> pgid);
 
 /// Directory of the running executable (to find mjstepd next to mjsched).
 std::string self_dir();
