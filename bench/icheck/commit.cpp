@@ -79,24 +79,19 @@ void barrier() {
   MPI_Barrier(MPI_COMM_WORLD);
 #endif
 }
-double maxall(double v) {
+// v reduced over all processes: the maximum (max = true) or the sum.
+double allreduce(double v, bool max) {
 #ifdef ICHECK_HAVE_MPI
   double o;
-  MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
   return o;
 #else
+  (void)max;
   return v;
 #endif
 }
-double sumall(double v) {
-#ifdef ICHECK_HAVE_MPI
-  double o;
-  MPI_Allreduce(&v, &o, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  return o;
-#else
-  return v;
-#endif
-}
+double maxall(double v) { return allreduce(v, true); }
+double sumall(double v) { return allreduce(v, false); }
 std::string bcast(std::string s) {
 #ifdef ICHECK_HAVE_MPI
   long long n = (long long)s.size();
