@@ -55,6 +55,7 @@ struct Piece {
   std::unique_ptr<MemRegion> mr;
   json regions;
   bool complete = false;
+  bool lazy = false;  ///< spare whose pages were handed to MADV_FREE (Mapping::lazy_free)
   size_t received = 0;
   double t0 = 0, t1 = 0;
 };
@@ -88,6 +89,7 @@ class Agent {
     while (!stop_ && !(ext_stop && *ext_stop)) {
       if (opt_.exit_with_parent && ::getppid() != parent) break;  // orphaned
       Socket c = accept_on(l, 200);
+      trim_spares();
       if (!c.valid()) continue;
       long pu = peer_uid(c);
       if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0) {
@@ -202,8 +204,9 @@ class Agent {
             for (auto& [v, p] : st.pending) mem += p->total;
           }
           r.update({{"ncops", ncops_}, {"bytes", bytes_}, {"seconds", seconds_}, {"last_op", last_op_},
-                    {"mem_bytes", mem}, {"slots", slots_.size()}, {"rss", rss_bytes()},
-                    {"spare_bytes", spare}, {"recycled", recycled_.load()}});
+                    {"mem_bytes", mem}, {"slots", slots_.size()}, {"rss", rss_bytes()}, {"lazy_free", lazy_free_bytes()},
+                    {"spare_bytes", spare}, {"recycled", recycled_.load()},
+                    {"pulls", pulls_.load()}, {"pushes", pushes_.load()}});
         } else if (op == "shutdown") {
           if (m.value("flush", false)) flush_all(true);
           send_msg(s, r);
@@ -227,6 +230,7 @@ class Agent {
             std::lock_guard<std::mutex> g(mu_);
             slots_[c.slot].pending[p->v] = p;
           }
+          (m.value("mode", "pull") == "push" ? pushes_ : pulls_)++;
           if (m.value("mode", "pull") == "push") {
             c.busy = std::make_unique<Fabric::Busy>(*c.fab);
             r["key"] = p->mr->key;
@@ -310,6 +314,7 @@ class Agent {
       }
     }
     if (spare) {
+      if (spare->lazy) spare->mem->reuse();
       p.mem = std::move(spare->mem);
       p.mr = std::move(spare->mr);
       recycled_++;
@@ -317,6 +322,33 @@ class Agent {
     }
     p.mem = std::make_unique<Mapping>(p.total, true);
     p.mr = p.fab->register_memory(p.mem->p, p.mem->len);
+  }
+
+  /// Hand the pages of every unreferenced spare to the kernel as lazily
+  /// freeable (Mapping::lazy_free): between two commits the spare is then
+  /// reclaimable like page cache, so the agent holds one checkpoint of
+  /// unreclaimable memory per slot, not two, while a commit that finds the
+  /// spare intact still writes into faulted-in, registered memory. A spare
+  /// still read by the second-level writer or a restart (use_count > 1) is
+  /// left for a later call (the accept loop calls this every 200 ms).
+  void trim_spares() {
+    if (!opt_.recycle) return;
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& [k, st] : slots_)
+      if (st.spare && !st.spare->lazy && st.spare.use_count() == 1 && st.spare->mem) {
+        st.spare->mem->lazy_free();
+        st.spare->lazy = true;
+      }
+  }
+
+  /// Resident bytes of this process (VmRSS) and the part of them the
+  /// kernel may reclaim without I/O (LazyFree of /proc/self/smaps_rollup).
+  static size_t lazy_free_bytes() {
+    std::ifstream f("/proc/self/smaps_rollup");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("LazyFree:", 0) == 0) return size_t(std::atoll(line.c_str() + 9)) * 1024;
+    return 0;
   }
 
   static size_t rss_bytes() {
@@ -488,6 +520,7 @@ class Agent {
   std::vector<std::string> peers_;
   long long ncops_ = 0;
   std::atomic<long long> recycled_{0};
+  std::atomic<long long> pulls_{0}, pushes_{0};  ///< commits begun per technique (§6.2)
   double bytes_ = 0, seconds_ = 0, last_op_ = 0;
   std::deque<uint64_t> pfs_queue_;
   std::set<uint64_t> written_, done_;

@@ -269,6 +269,28 @@ class ClientImpl {
     buf = std::move(b);
   }
 
+  /// Apply the transfer settings the controller sends with a registration
+  /// and with every probe reply ("params": the dynamic configuration of
+  /// seed 000 Listing 6.2 as the controller last read it): transfer
+  /// (pull|push), chunk_mb and buffer_mb (MiB, > 0), zero_copy. Every rank
+  /// applies the same broadcast reply, so all ranks agree. ICHECK_TRANSFER
+  /// and ICHECK_ZERO_COPY in the environment win; values of the wrong type
+  /// or out of range are ignored. The strategy (MR/SHMR) is fixed for the
+  /// life of a registration (it shapes the agents' slots).
+  void apply_params(const json& p) {
+    if (!p.is_object()) return;
+    auto num = [&](const char* k, double& dst) {
+      if (p.contains(k) && p[k].is_number() && p[k].get<double>() > 0) dst = p[k].get<double>();
+    };
+    if (p.contains("transfer") && p["transfer"].is_string() && (p["transfer"] == "pull" || p["transfer"] == "push"))
+      cfg.dyn.transfer = p["transfer"].get<std::string>();
+    num("chunk_mb", cfg.dyn.chunk_mb);
+    num("buffer_mb", cfg.dyn.buffer_mb);
+    if (p.contains("zero_copy") && p["zero_copy"].is_boolean()) cfg.dyn.zero_copy = p["zero_copy"].get<bool>();
+    if (const char* e = std::getenv("ICHECK_TRANSFER"); e && *e) cfg.dyn.transfer = e;
+    if (const char* e = std::getenv("ICHECK_ZERO_COPY"); e && *e) cfg.dyn.zero_copy = std::string(e) != "0";
+  }
+
   struct Skip {};
   bool shmr() const { return cfg.dyn.strategy == "shmr"; }
 
@@ -844,8 +866,7 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   s.app_id = reply.value("app_id", -1LL);
-  if (reply.contains("params")) s.cfg.dyn = load_dynamic("", s.cfg.dyn), s.cfg.dyn.transfer = reply["params"].value("transfer", s.cfg.dyn.transfer);
-  if (const char* e = std::getenv("ICHECK_TRANSFER")) s.cfg.dyn.transfer = e;
+  if (reply.contains("params")) s.apply_params(reply["params"]);
   s.version = reply.value("version", int64_t(0));
   s.mode = "direct";
   if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) s.mode = "rdma";
@@ -1068,6 +1089,7 @@ int Client::probe(const icheck_hints* hints) {
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   if (reply.contains("app_id")) s.app_id = reply["app_id"];
+  if (reply.contains("params")) s.apply_params(reply["params"]);  // dynamic config changes (Listing 6.2)
   if (!reply.value("changed", false)) return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
   s.agent.reset();
   if (s.connect_agents(reply["agents"])) {

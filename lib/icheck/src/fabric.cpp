@@ -72,6 +72,22 @@ Mapping::~Mapping() {
   if (p) ::munmap(p, len);
 }
 
+void Mapping::lazy_free() {
+#ifdef MADV_FREE
+  if (p) ::madvise(p, len, MADV_FREE);
+#endif
+}
+
+void Mapping::reuse() {
+  if (!p) return;
+#ifdef MADV_POPULATE_WRITE
+  if (::madvise(p, len, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  // Without MADV_POPULATE_WRITE: write one byte per page (the contents are
+  // undefined after lazy_free() anyway), which also marks the page dirty.
+  for (size_t o = 0; o < len; o += 4096) static_cast<volatile char*>(p)[o] = 0;
+}
+
 MemRegion::~MemRegion() {
   if (mr) fi_close(&mr->fid);
 }

@@ -104,6 +104,12 @@ TEST_CASE("agent: zero-copy and staged commits, recycling, in-place restart", "[
             }
             json s = agent.stats();
             CHECK(s.value("recycled", 0) >= 2);  // v3 and v4 reuse superseded buffers
+            // The idle spare is handed to MADV_FREE within 200 ms.
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            s = agent.stats();
+            CHECK(s.value("spare_bytes", size_t(0)) > 0);
+            CHECK(s.value("lazy_free", size_t(0)) >= s.value("spare_bytes", size_t(0)) / 2);
+            CHECK(s.value(std::string(mode) == "push" ? "pushes" : "pulls", 0) == 4);
             CHECK(c.finalize(IC_PERSIST) == ICHECK_OK);
           }
           const auto d0 = d;

@@ -17,7 +17,10 @@
 //   rchunk   {buf_off, data_off, len}   pull: agent fi_writes piece -> library buffer
 //   flush    {}   write the current version's part to the second level now
 //   stats    {}   -> {ncops, bytes, seconds, last_op, mem_bytes, slots, rss,
-//                        spare_bytes, recycled}  (bytes; recycled = buffers reused)
+//                        lazy_free, spare_bytes, recycled, pulls, pushes}
+//                        (bytes; lazy_free = part of rss the kernel may reclaim:
+//                        idle spare buffers; recycled = buffers reused;
+//                        pulls/pushes = commits begun per technique)
 //   shutdown {flush}
 //   part     {v, index, part}  sealed ckstore part from a peer agent (to agent 0)
 // Every reply is {ok:true,...} or {error:"..."}.
@@ -49,8 +52,11 @@ struct AgentOptions {
   bool print_ready = true;     ///< print "READY <addr>" on stdout when ready
   /// Double buffering (§6.2.3.2): keep the buffer of a superseded version
   /// and reuse it (already faulted in and registered) for the slot's next
-  /// commit. Costs up to one extra checkpoint of memory per slot between
-  /// commits; false frees superseded versions immediately.
+  /// commit. Between commits the idle spare is handed to the kernel with
+  /// MADV_FREE: it stays mapped (and counted in VmRSS as LazyFree) but is
+  /// reclaimed without I/O when memory is short, so the memory the agent
+  /// really holds is one checkpoint per slot. false frees superseded
+  /// versions immediately (every commit then maps and faults fresh memory).
   bool recycle = true;
   /// Stop when the process that started the agent exits (checked every
   /// 200 ms): managers and benchmarks set it so that agents never outlive

@@ -75,6 +75,18 @@ struct Mapping {
   size_t len = 0;  ///< bytes (rounded up to 4 KiB)
   explicit Mapping(size_t bytes, bool prefault = true);
   ~Mapping();
+  /// Mark every page lazily freeable (MADV_FREE): the pages stay mapped and
+  /// keep counting in VmRSS (as "LazyFree" in /proc/PID/smaps_rollup), but
+  /// the kernel may reclaim them without I/O whenever memory is short.
+  /// Used for an agent's spare buffer between two commits (§6.2.3.2 double
+  /// buffering without holding a second checkpoint of unreclaimable memory).
+  /// The contents become undefined; no-op where MADV_FREE is missing.
+  void lazy_free();
+  /// Take a buffer back into use after lazy_free(): every page is written
+  /// to (MADV_POPULATE_WRITE), so it is dirty again (the kernel no longer
+  /// reclaims it) and any reclaimed page is faulted in now rather than
+  /// inside an RMA transfer. Cheap when nothing was reclaimed.
+  void reuse();
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
 };
