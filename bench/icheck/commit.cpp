@@ -29,9 +29,13 @@
 //                      application region (new client each time; data verified)
 //              (strategy mr; with P > 1 also shmr, §6.2.2: node segment,
 //              node leader -> one agent; rows "prov/S")
-//              rss     agent VmRSS growth / checkpoint bytes held (current
-//                      version; the recycled buffer of the previous version is
-//                      included — see "nr" rows for agents run with --no-recycle)
+//              rss     agent memory per checkpoint byte: held = VmRSS minus
+//                      LazyFree (the idle spare buffer is MADV_FREE'd,
+//                      icagent(8)); with several sizes, the slope of held
+//                      memory between them is printed at the end ("nr" rows:
+//                      agents run with --no-recycle)
+//   tcpraw     (baseline d) each process streams its bytes over a loopback
+//              TCP connection: the ceiling of the tcp rows
 // Times are the maximum over the P processes (barrier before each
 // operation), figures are medians over --reps repetitions. Ratios: memcpy
 // time / time (fraction of memcpy bandwidth), fsync time / time and mpiio

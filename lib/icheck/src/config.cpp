@@ -80,6 +80,9 @@ StaticConfig load_static(const std::string& path) {
       get(n, "heartbeat_interval", c.heartbeat_interval);
       get(n, "status_interval", c.status_interval);
       get(n, "heartbeat_misses", c.heartbeat_misses);
+      get(n, "manager_launch", c.manager_launch);
+      get(n, "manager_relaunch_attempts", c.manager_relaunch_attempts);
+      get(n, "manager_relaunch_reset", c.manager_relaunch_reset);
       get(n, "irm_node", c.irm_node);
       get(n, "irm_port", c.irm_port);
       get(n, "state_file", c.state_file);
@@ -97,6 +100,11 @@ StaticConfig load_static(const std::string& path) {
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ": " + e.what());
     }
+    if (c.manager_relaunch_attempts < 0)
+      throw std::runtime_error(path + ": manager_relaunch_attempts must be >= 0, got " +
+                               std::to_string(c.manager_relaunch_attempts));
+    if (c.heartbeat_interval <= 0 || c.heartbeat_misses < 1)
+      throw std::runtime_error(path + ": heartbeat_interval must be > 0 and heartbeat_misses >= 1");
   }
   std::string h = home();
   auto dflt = [&](std::string& v, const char* sub) {
@@ -118,6 +126,26 @@ StaticConfig load_static(const std::string& path) {
   if (const char* e = std::getenv("ICHECK_PFS_DIR")) c.pfs_dir = e;
   if (const char* e = std::getenv("ICHECK_ZERO_COPY"); e && *e) c.dyn.zero_copy = std::string(e) != "0";
   return c;
+}
+
+namespace {
+/// `s` as one word for /bin/sh: single quotes, embedded ' written as '\''.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + with.size())) s.replace(p, what.size(), with);
+}
+}  // namespace
+
+std::string manager_launch_command(const StaticConfig& cfg, const std::string& node) {
+  if (cfg.manager_launch.empty()) return "";
+  std::string cmd = cfg.manager_launch;
+  replace_all(cmd, "{node}", shell_quote(node));
+  replace_all(cmd, "{config}", shell_quote(cfg.path.empty() ? "" : fs::absolute(cfg.path).lexically_normal().string()));
+  return cmd;
 }
 
 std::string resolve_config_path(const char* explicit_path) {

@@ -1,17 +1,25 @@
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dynres/db.hpp"
+#include "dynres/paths.hpp"
 #include "dynres/icheck/config.hpp"
 #include "dynres/icheck/daemon.hpp"
 #include "dynres/icheck/policy.hpp"
@@ -22,9 +30,7 @@ namespace fs = std::filesystem;
 namespace dynres::icheck {
 
 namespace {
-double wall() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall() { return now_seconds(); }
 
 /// Schema of the controller metadata (module "icheck" of the state file).
 const std::vector<std::string> kMigrations = {
@@ -44,7 +50,78 @@ const std::vector<std::string> kMigrations = {
        CREATE TABLE icheck_nodes(
          node TEXT PRIMARY KEY, address TEXT, state TEXT, last_heartbeat REAL, metrics TEXT);
        CREATE TABLE icheck_controller(
-         id INTEGER PRIMARY KEY CHECK(id = 1), address TEXT, pid INTEGER, heartbeat REAL);)"};
+         id INTEGER PRIMARY KEY CHECK(id = 1), address TEXT, pid INTEGER, heartbeat REAL);)",
+    // 2: manager relaunch (§6.5.2-6.5.3). epoch = incarnation of the manager
+    // serving the node (heartbeats of an older one are refused: superseded);
+    // pid/host of that manager; up_since = when it last came up; relaunches =
+    // attempts since the node was last healthy; relaunch_at / relaunch_pid =
+    // the attempt in flight (state 'relaunching').
+    R"(ALTER TABLE icheck_nodes ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE icheck_nodes ADD COLUMN pid INTEGER;
+       ALTER TABLE icheck_nodes ADD COLUMN host TEXT;
+       ALTER TABLE icheck_nodes ADD COLUMN up_since REAL;
+       ALTER TABLE icheck_nodes ADD COLUMN relaunches INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE icheck_nodes ADD COLUMN relaunch_at REAL;
+       ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)"};
+
+/// Wait statuses of detached children, recorded by their reaper threads and
+/// drained by the controller's monitor. Shared, so that a reaper finishing
+/// after the controller is gone touches only this.
+struct Reaped {
+  std::mutex mu;
+  std::vector<std::pair<pid_t, int>> done;  ///< (pid, waitpid status)
+};
+
+/// Run `command` with /bin/sh -c in a new session (its own process group, so
+/// signals meant for the controller's group do not reach it), stdin from
+/// /dev/null, stdout and stderr appended to `log`, no descriptor of the
+/// controller inherited. A detached thread waits for it (no zombie is left)
+/// and records its wait status in `reaped`. Never blocks on the child.
+/// Returns its pid; throws std::runtime_error when fork fails.
+pid_t spawn_detached(const std::string& command, const std::string& log, const std::shared_ptr<Reaped>& reaped) {
+  const std::string script = "exec " + command;
+  const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {  // async-signal-safe calls only from here on
+    ::setsid();
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (in >= 0) ::dup2(in, 0);
+    if (out >= 0) ::dup2(out, 1), ::dup2(out, 2);
+    ::close_range(3, ~0U, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGCHLD}) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv("/bin/sh", const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  std::thread([pid, reaped] {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    std::lock_guard<std::mutex> g(reaped->mu);
+    reaped->done.emplace_back(pid, st);
+  }).detach();
+  return pid;
+}
+
+/// Seconds for log messages ("6 s", "1.5 s").
+std::string secs(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g s", s);
+  return b;
+}
+
+/// "exit status N" / "killed by signal N" for a waitpid status.
+std::string describe_status(int st) {
+  if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) return "killed by signal " + std::to_string(WTERMSIG(st));
+  return "wait status " + std::to_string(st);
+}
 
 class Controller {
  public:
@@ -73,7 +150,9 @@ class Controller {
       if (*stop) return 0;
       std::fprintf(stderr, "icheckd controller: primary lease expired, taking over on %s\n", addr_.c_str());
       // Nodes get a fresh grace period: their managers must find us first.
+      // So do relaunches in flight: their first heartbeat must find us too.
       db_->exec("UPDATE icheck_nodes SET last_heartbeat = " + std::to_string(wall()) + " WHERE state = 'up'");
+      db_->exec("UPDATE icheck_nodes SET relaunch_at = " + std::to_string(wall()) + " WHERE state = 'relaunching'");
     }
     renew_lease();
     if (is_unix_address(addr_)) fs::create_directories(fs::path(addr_.substr(5)).parent_path());
@@ -107,12 +186,7 @@ class Controller {
       try {
         renew_lease();
         std::lock_guard<std::mutex> g(mu_);
-        double limit = wall() - cfg_.heartbeat_interval * cfg_.heartbeat_misses;
-        Stmt q(*db_, "SELECT node FROM icheck_nodes WHERE state = 'up' AND last_heartbeat < ?");
-        q.bind(1, limit);
-        std::vector<std::string> down;
-        while (q.step()) down.push_back(q.text(0));
-        for (auto& n : down) mark_node_down(n);
+        check_nodes();
         if (wall() - last_dyn > dyn_.read_interval) {  // Listing 6.2 readInterval
           dyn_ = load_dynamic(cfg_.dynamic_file, cfg_.dyn);
           last_dyn = wall();
@@ -123,15 +197,140 @@ class Controller {
     }
   }
 
+  std::vector<std::string> nodes_where(const std::string& cond, double t) {
+    Stmt q(*db_, "SELECT node FROM icheck_nodes WHERE " + cond);
+    q.bind(1, t);
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.text(0));
+    return out;
+  }
+
+  /// Node supervision (§6.5.2), every half heartbeat interval: an up node
+  /// silent for heartbeat_misses x heartbeat_interval s is lost; a relaunch
+  /// whose command failed, or whose manager sent no heartbeat within that
+  /// window, is retried or ends with the node down; a node up for
+  /// manager_relaunch_reset s gets its relaunch attempts back.
+  void check_nodes() {
+    const double now = wall(), window = cfg_.heartbeat_interval * cfg_.heartbeat_misses;
+    for (auto& n : nodes_where("state = 'up' AND last_heartbeat < ?", now - window))
+      node_lost(n, "no heartbeat for " + secs(window));
+    std::vector<std::pair<pid_t, int>> done;
+    {
+      std::lock_guard<std::mutex> g(reaped_->mu);
+      done.swap(reaped_->done);
+    }
+    for (auto& [pid, st] : done) {
+      children_.erase(pid);
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;  // a launcher that forked the manager off
+      Stmt q(*db_, "SELECT node FROM icheck_nodes WHERE state = 'relaunching' AND relaunch_pid = ?");
+      q.bind(1, int64_t(pid));
+      if (!q.step()) continue;  // not (or no longer) the attempt in flight
+      std::string n = q.text(0);
+      q.reset();
+      relaunch_failed(n, "the launch command (pid " + std::to_string(pid) + ") ended with " + describe_status(st));
+    }
+    for (auto& n : nodes_where("state = 'relaunching' AND relaunch_at < ?", now - window)) {
+      abandon_attempt(n);
+      relaunch_failed(n, "no heartbeat from the new manager within " + secs(window));
+    }
+    Stmt(*db_, "UPDATE icheck_nodes SET relaunches = 0 WHERE state = 'up' AND relaunches > 0 AND up_since < ?")
+        .bind(1, now - cfg_.manager_relaunch_reset).run();
+  }
+
+  /// A relaunch attempt of node n timed out: SIGKILL the process group of its
+  /// launch command (its own session), so that a hung launcher or a manager
+  /// that would register late does not race the next attempt. Only children
+  /// of this controller not yet reaped are signalled (no recycled pid is hit).
+  void abandon_attempt(const std::string& n) {
+    Stmt q(*db_, "SELECT relaunch_pid FROM icheck_nodes WHERE node = ?");
+    q.bind(1, n);
+    if (!q.step()) return;
+    const pid_t pid = pid_t(q.i64(0));
+    if (pid > 1 && children_.count(pid)) ::kill(-pid, SIGKILL);
+  }
+
+  /// The agents of node n are gone (they exit with their manager): their
+  /// applications are marked for agent change (new agents at the next probe).
+  void lose_agents(const std::string& n) {
+    Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id IN "
+               "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
+        .bind(1, n).run();
+    Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+  }
+
+  /// Node n's manager is alive but failed a request: down until its next heartbeat.
   void mark_node_down(const std::string& n) {
-    std::fprintf(stderr, "icheckd controller: node %s missed its heartbeats: down\n", n.c_str());
+    std::fprintf(stderr, "icheckd controller: node %s: down\n", n.c_str());
     db_->write_tx([&] {
       Stmt(*db_, "UPDATE icheck_nodes SET state = 'down' WHERE node = ?").bind(1, n).run();
-      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id IN "
-                 "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
-          .bind(1, n).run();
-      Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+      lose_agents(n);
     });
+  }
+
+  /// §6.5.2 "Manager Failure": node n's manager is lost (missed heartbeats,
+  /// or unreachable). Its applications get new agents at their next probe,
+  /// and the controller relaunches the manager, or marks the node down.
+  void node_lost(const std::string& n, const std::string& why) {
+    std::fprintf(stderr, "icheckd controller: node %s: manager lost (%s)\n", n.c_str(), why.c_str());
+    db_->write_tx([&] { lose_agents(n); });
+    relaunch_or_down(n);
+  }
+
+  void relaunch_failed(const std::string& n, const std::string& why) {
+    std::fprintf(stderr, "icheckd controller: node %s: relaunch failed: %s\n", n.c_str(), why.c_str());
+    relaunch_or_down(n);
+  }
+
+  /// Start the next relaunch of node n's manager with manager_launch
+  /// (detached; output appended to run_dir/manager-<n>.log, pid appended to
+  /// run_dir/pids for icheck-down) and mark the node 'relaunching': its first
+  /// heartbeat is awaited for heartbeat_misses x heartbeat_interval s. Marks
+  /// the node 'down' instead when manager_launch is empty or the node has
+  /// used its manager_relaunch_attempts ("if it fails, it indicates that the
+  /// node is down", §6.5.2).
+  void relaunch_or_down(const std::string& n) {
+    const std::string cmd = manager_launch_command(cfg_, n);
+    int used = 0;
+    {
+      Stmt q(*db_, "SELECT relaunches FROM icheck_nodes WHERE node = ?");
+      q.bind(1, n);
+      if (q.step()) used = int(q.i64(0));
+    }
+    const int max = cfg_.manager_relaunch_attempts;
+    while (!cmd.empty() && used < max) {
+      ++used;
+      try {
+        pid_t pid = spawn_detached(cmd, (fs::path(cfg_.run_dir) / ("manager-" + n + ".log")).string(), reaped_);
+        children_.insert(pid);
+        record_pid("manager-" + n, pid);
+        Stmt(*db_, "UPDATE icheck_nodes SET state = 'relaunching', relaunches = ?, relaunch_at = ?, relaunch_pid = ? "
+                   "WHERE node = ?")
+            .bind(1, used).bind(2, wall()).bind(3, int64_t(pid)).bind(4, n).run();
+        std::fprintf(stderr, "icheckd controller: node %s: relaunching its manager (attempt %d of %d, pid %d): %s\n",
+                     n.c_str(), used, max, int(pid), cmd.c_str());
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icheckd controller: node %s: relaunch attempt %d of %d: %s\n", n.c_str(), used, max,
+                     e.what());
+      }
+    }
+    Stmt(*db_, "UPDATE icheck_nodes SET state = 'down', relaunches = ?, relaunch_at = NULL, relaunch_pid = NULL "
+               "WHERE node = ?")
+        .bind(1, used).bind(2, n).run();
+    std::fprintf(stderr, "icheckd controller: node %s: down (%s)\n", n.c_str(),
+                 cmd.empty() ? "relaunch disabled: manager_launch is empty"
+                             : ("after " + std::to_string(used) + " relaunch attempt(s)").c_str());
+  }
+
+  /// Append "<name> <pid>" to run_dir/pids, the list icheck-down stops.
+  void record_pid(const std::string& name, pid_t pid) {
+    const std::string line = name + " " + std::to_string(pid) + "\n";
+    const std::string path = (fs::path(cfg_.run_dir) / "pids").string();
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || ::write(fd, line.data(), line.size()) != ssize_t(line.size()))
+      std::fprintf(stderr, "icheckd controller: cannot record %s in %s: %s\n", line.c_str(), path.c_str(),
+                   std::strerror(errno));
+    if (fd >= 0) ::close(fd);
   }
 
   void serve(Socket& s) {
@@ -181,13 +380,41 @@ class Controller {
     throw std::runtime_error("invalid: unknown op '" + op + "'");
   }
 
+  /// Manager heartbeat (§6.3 metrics, §6.5.2 availability). epoch 0 is a
+  /// registration: the manager gets the node's next incarnation number, and
+  /// the agents of any previous manager of the node are lost. A heartbeat
+  /// with an epoch older than the node's is refused with {"superseded":
+  /// true}: that manager was replaced (e.g. it was stopped and relaunched)
+  /// and must exit with its agents.
   json heartbeat(const json& m) {
-    std::string node = m.at("node");
+    const std::string node = m.at("node");
+    const int64_t e = m.value("epoch", int64_t(0));
+    int64_t cur = 0;
+    std::string state;
+    {
+      Stmt q(*db_, "SELECT epoch, state FROM icheck_nodes WHERE node = ?");
+      q.bind(1, node);
+      if (q.step()) cur = q.i64(0), state = q.text(1);
+    }
+    if (e > 0 && e < cur)
+      return {{"error", "superseded: node " + node + " is served by a newer manager (epoch " + std::to_string(cur) +
+                            ", this one has epoch " + std::to_string(e) + ")"},
+              {"superseded", true},
+              {"epoch", cur}};
+    const bool registering = e == 0;
+    const int64_t epoch = registering ? cur + 1 : e;
+    const int64_t pid = m.value("pid", int64_t(0));
     db_->write_tx([&] {
-      Stmt(*db_, "INSERT INTO icheck_nodes(node, address, state, last_heartbeat, metrics) VALUES(?,?,'up',?,?) "
+      if (registering && cur > 0) lose_agents(node);  // the previous manager's agents exit with it
+      Stmt(*db_, "INSERT INTO icheck_nodes(node, address, state, last_heartbeat, metrics, epoch, pid, host, up_since) "
+                 "VALUES(?1, ?2, 'up', ?3, ?4, ?5, ?6, ?7, ?3) "
                  "ON CONFLICT(node) DO UPDATE SET address = excluded.address, state = 'up', "
-                 "last_heartbeat = excluded.last_heartbeat, metrics = excluded.metrics")
+                 "last_heartbeat = excluded.last_heartbeat, metrics = excluded.metrics, epoch = excluded.epoch, "
+                 "pid = excluded.pid, host = excluded.host, relaunch_at = NULL, relaunch_pid = NULL, "
+                 "up_since = CASE WHEN icheck_nodes.state = 'up' AND icheck_nodes.epoch = excluded.epoch "
+                 "THEN COALESCE(icheck_nodes.up_since, excluded.up_since) ELSE excluded.up_since END")
           .bind(1, node).bind(2, m.value("address", "")).bind(3, wall()).bind(4, m.value("metrics", json::object()).dump())
+          .bind(5, epoch).bind(6, pid).bind(7, m.value("host", ""))
           .run();
       for (auto& a : m.value("dead_agents", json::array())) {
         std::string id = a;
@@ -196,7 +423,11 @@ class Controller {
         Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE id = ?").bind(1, id).run();
       }
     });
-    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}};
+    if (registering || state != "up")
+      std::fprintf(stderr, "icheckd controller: node %s: manager pid %lld %s (epoch %lld)%s\n", node.c_str(),
+                   (long long)pid, registering ? "registered" : "is back", (long long)epoch,
+                   state == "relaunching" ? ", relaunch done" : "");
+    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}, {"epoch", epoch}};
   }
 
   std::vector<NodeStatus> nodes() {
@@ -246,11 +477,16 @@ class Controller {
         try {
           Socket s = connect_to(node_address(node), 2000);
           std::vector<std::string> ids;
-          for (int i = 0; i < k; ++i) ids.push_back("a" + std::to_string(app) + "-" + std::to_string(++seq_) + "-" + std::to_string(int64_t(wall()) % 100000));
-          json r = request(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
-                               {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
-                               {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions}},
-                           cfg_.request_timeout_ms);
+          for (int i = 0; i < k; ++i) {
+            std::string id = "a";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "a" + ...
+            id += std::to_string(app) + "-" + std::to_string(++seq_) + "-" + std::to_string(int64_t(wall()) % 100000);
+            ids.push_back(id);
+          }
+          send_msg(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
+                       {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
+                       {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions}});
+          json r = recv_msg(s, cfg_.request_timeout_ms);
+          if (r.contains("error")) throw std::runtime_error("refused: " + r["error"].get<std::string>());
           for (auto& a : r.at("agents")) {
             Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
                 .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
@@ -260,7 +496,10 @@ class Controller {
             x["node"] = node;
             agents.push_back(x);
           }
-        } catch (const std::exception& e) {
+        } catch (const WireError& e) {  // no answer: the manager is lost (§6.5.3)
+          node_lost(node, std::string("unreachable: ") + e.what());
+          failed = true;
+        } catch (const std::exception& e) {  // it answers, but could not start the agents
           std::fprintf(stderr, "icheckd controller: manager of %s: %s\n", node.c_str(), e.what());
           mark_node_down(node);
           failed = true;
@@ -310,7 +549,15 @@ class Controller {
     return out;
   }
 
-  json params() const { return {{"transfer", dyn_.transfer}, {"strategy", dyn_.strategy}, {"chunk_mb", dyn_.chunk_mb}}; }
+  /// The per-application transfer settings of the dynamic configuration
+  /// (Listing 6.2; §6.2) that the library applies at run time: transfer
+  /// (pull|push), strategy (mr|shmr), chunk_mb and buffer_mb (MiB), zero_copy.
+  /// Sent with the registration reply and with every probe reply, so that a
+  /// changed dynamic file reaches running applications at their next probe.
+  json params() const {
+    return {{"transfer", dyn_.transfer}, {"strategy", dyn_.strategy}, {"chunk_mb", dyn_.chunk_mb},
+            {"buffer_mb", dyn_.buffer_mb}, {"zero_copy", dyn_.zero_copy}};
+  }
 
   // Alg. 5 agent_selection, on icheck_init.
   json reg(const json& m) {
@@ -364,19 +611,22 @@ class Controller {
     Stmt(*db_, "UPDATE icheck_apps SET old_tsync = ?, last_change = ?, frozen = ?, nodes = ?, procs = ? WHERE id = ?")
         .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
         .bind(5, shape.num_procs).bind(6, id).run();
-    if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}};
+    if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
     stop_agents(id, true);  // old agents write their version to the second level, then stop
     json agents = start_agents(id, name, uid, next.num_agents);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
-    return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}};
+    return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}, {"params", params()}};
   }
 
   json status() {
     json out = {{"controller", addr_}, {"pid", ::getpid()}, {"nodes", json::array()}, {"apps", json::array()}};
-    Stmt n(*db_, "SELECT node, address, state, last_heartbeat, metrics FROM icheck_nodes ORDER BY node");
+    Stmt n(*db_, "SELECT node, address, state, last_heartbeat, metrics, epoch, pid, host, relaunches, relaunch_pid "
+                 "FROM icheck_nodes ORDER BY node");
     while (n.step())
       out["nodes"].push_back({{"node", n.text(0)}, {"address", n.text(1)}, {"state", n.text(2)},
-                              {"last_heartbeat", n.f64(3)}, {"metrics", json::parse(n.text(4), nullptr, false)}});
+                              {"last_heartbeat", n.f64(3)}, {"metrics", json::parse(n.text(4), nullptr, false)},
+                              {"epoch", n.i64(5)}, {"manager_pid", n.i64(6)}, {"host", n.text(7)},
+                              {"relaunches", n.i64(8)}, {"relaunch_pid", n.i64(9)}});
     Stmt a(*db_, "SELECT id, name, uid, num_agents, version, is_active, needs_change FROM icheck_apps ORDER BY id");
     while (a.step()) {
       bool up;
@@ -394,6 +644,8 @@ class Controller {
   std::unique_ptr<Db> db_;
   std::mutex mu_;
   int seq_ = 0;
+  std::shared_ptr<Reaped> reaped_ = std::make_shared<Reaped>();
+  std::set<pid_t> children_;  ///< launch commands started here and not yet reaped (under mu_)
 };
 }  // namespace
 

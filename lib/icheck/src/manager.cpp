@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -64,8 +65,12 @@ class Manager {
   }
 
   int run(std::atomic<bool>* stop) {
+    const bool on_path = is_unix_address(opt_.listen);
+    if (on_path) claim_socket_path();
     Socket l = listen_on(opt_.listen);
     addr_ = bound_address(l, opt_.listen);
+    struct stat sb {};
+    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0) sock_dev_ = sb.st_dev, sock_ino_ = sb.st_ino;
     std::printf("READY %s\n", addr_.c_str());
     std::fflush(stdout);
     std::thread hb([&] { heartbeat_loop(stop); });
@@ -85,11 +90,39 @@ class Manager {
       }
     }
     hb.join();
-    if (is_unix_address(addr_)) ::unlink(addr_.substr(5).c_str());
+    // A manager that replaced us owns the path now: remove only our own socket file.
+    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0 && sb.st_dev == sock_dev_ && sb.st_ino == sock_ino_)
+      ::unlink(addr_.substr(5).c_str());
     return 0;
   }
 
  private:
+  /// §6.5.3: a relaunched manager must not start beside a live one. If some
+  /// process answers a ping on this node's socket path within
+  /// kPingTimeoutMs, throw (the node is served); a path nobody answers on
+  /// (the manager crashed, or is stopped and will learn it is superseded at
+  /// its next heartbeat) is taken over by listen_on, which replaces the file.
+  void claim_socket_path() {
+    const std::string path = opt_.listen.substr(5);
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(path, ec))) return;
+    json r;
+    std::string why;
+    try {
+      Socket s = connect_to(opt_.listen, kPingTimeoutMs);
+      send_msg(s, {{"op", "ping"}});
+      r = recv_msg(s, kPingTimeoutMs);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty())
+      throw std::runtime_error("manager: node " + opt_.node + " is already served by a live manager on " + opt_.listen +
+                               " (pid " + std::to_string(r.value("pid", 0L)) + ", epoch " +
+                               std::to_string(r.value("epoch", 0L)) + "); not starting a second one");
+    std::fprintf(stderr, "icheckd manager %s: nobody answers on %s (%s): taking the socket over\n", opt_.node.c_str(),
+                 path.c_str(), why.c_str());
+  }
+
   json handle(const json& m) {
     std::string op = m.value("op", "");
     if (op == "start") {
@@ -102,6 +135,7 @@ class Manager {
       return {{"ok", true}};
     }
     if (op == "metrics") return metrics();
+    if (op == "ping") return {{"ok", true}, {"node", opt_.node}, {"pid", ::getpid()}, {"epoch", epoch_.load()}};
     throw std::runtime_error("invalid: unknown op '" + op + "'");
   }
 
@@ -165,13 +199,18 @@ class Manager {
     } catch (...) {
       ::kill(a.pid, SIGTERM);
     }
-    for (int i = 0; i < 100; ++i) {
-      int st;
-      if (::waitpid(a.pid, &st, WNOHANG) == a.pid) return;
+    reap_or_kill({a.pid}, 2000);
+  }
+
+  /// Wait up to `ms` milliseconds for the agent processes `pids` (children of
+  /// this manager) to exit, then SIGKILL and reap the rest.
+  static void reap_or_kill(std::vector<pid_t> pids, int ms) {
+    for (int waited = 0; !pids.empty(); waited += 20) {
+      std::erase_if(pids, [](pid_t p) { return p <= 0 || ::waitpid(p, nullptr, WNOHANG) != 0; });
+      if (pids.empty() || waited >= ms) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ::kill(a.pid, SIGKILL);
-    ::waitpid(a.pid, nullptr, 0);
+    for (pid_t p : pids) ::kill(p, SIGKILL), ::waitpid(p, nullptr, 0);
   }
 
   /// §6.3 metrics of this node.
@@ -254,14 +293,30 @@ class Manager {
           }
         }
       }
+      // epoch 0 = "register me": the controller answers with this manager's
+      // incarnation number; a newer one on the same node supersedes us (§6.5.2).
       json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", metrics()},
-                  {"dead_agents", dead}};
+                  {"dead_agents", dead}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
       bool sent = false;
-      for (size_t k = 0; k < cfg_.controllers.size() && !sent; ++k) {
+      for (size_t k = 0; k < cfg_.controllers.size() && !sent && !*stop; ++k) {
         size_t i = (cur + k) % cfg_.controllers.size();
         try {
           Socket s = connect_to(cfg_.controllers[i], 1000);
-          request(s, msg, 5000);
+          send_msg(s, msg);
+          json r = recv_msg(s, 5000);
+          if (r.value("superseded", false)) {
+            std::fprintf(stderr, "icheckd manager %s (pid %d): %s; stopping this manager and its agents\n",
+                         opt_.node.c_str(), int(::getpid()), r.value("error", "superseded").c_str());
+            *stop = true;
+            break;
+          }
+          if (r.contains("error")) throw WireError(r["error"].get<std::string>());
+          int64_t e = r.value("epoch", int64_t(0));
+          if (e > 0 && e != epoch_) {
+            std::fprintf(stderr, "icheckd manager %s (pid %d): registered with the controller, epoch %lld\n",
+                         opt_.node.c_str(), int(::getpid()), (long long)e);
+            epoch_ = e;
+          }
           sent = true;
           cur = i;
         } catch (...) {
@@ -274,9 +329,14 @@ class Manager {
       for (int i = 0; i < int(cfg_.heartbeat_interval * 10) && !*stop; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    std::lock_guard<std::mutex> g(mu_);
-    for (auto& [id, a] : agents_)
-      if (a.alive && a.pid > 0) ::kill(a.pid, SIGTERM);  // stopping the manager stops its agents
+    // stopping the manager (icheck-down, or superseded) stops its agents: no agent outlives it
+    std::vector<pid_t> pids;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& [id, a] : agents_)
+        if (a.alive && a.pid > 0 && ::kill(a.pid, SIGTERM) == 0) pids.push_back(a.pid);
+    }
+    reap_or_kill(pids, 2000);
   }
 
   ManagerOptions opt_;
@@ -288,6 +348,10 @@ class Manager {
   double last_t_ = 0, last_avail_ = 0, last_op_ = 0, used_bytes_ = 0, rapl_uj_ = 0, rapl_t_ = 0;
   int last_agents_ = 0;
   std::string power_src_ = "modelled";
+  std::atomic<int64_t> epoch_{0};   ///< incarnation given by the controller (0 = not registered yet)
+  dev_t sock_dev_ = 0;              ///< identity of our socket file, so that we never
+  ino_t sock_ino_ = 0;              ///< unlink a successor's
+  static constexpr int kPingTimeoutMs = 1000;
 };
 }  // namespace
 

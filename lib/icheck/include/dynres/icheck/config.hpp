@@ -50,7 +50,14 @@ struct StaticConfig {
   std::vector<std::string> managers;      ///< iCheckManagerNode labels (informational)
   double heartbeat_interval = 5;          ///< s (HeartBeatInterval)
   double status_interval = 5;             ///< s (StatusMessageInterval)
-  int heartbeat_misses = 3;               ///< missed heartbeats before a node is down
+  int heartbeat_misses = 3;               ///< missed heartbeats before a node is lost (relaunch or down)
+  /// §6.5.2-6.5.3: command template that (re)starts the manager of a node,
+  /// run as /bin/sh -c "exec ..." in its own session; "{node}" and "{config}" become the
+  /// shell-quoted node label and absolute path of this file (see
+  /// manager_launch_command). "" = no relaunch: a silent node is marked down.
+  std::string manager_launch;
+  int manager_relaunch_attempts = 2;      ///< relaunches tried per node before it is marked down
+  double manager_relaunch_reset = 60;     ///< s a node must stay up before its relaunch count resets
   std::string irm_node;                   ///< iRMNodeName (recorded; no iRM here)
   int irm_port = 0;                       ///< iRMiCheckPort
   std::string state_file;                 ///< SQLite state file (controller metadata)
@@ -72,6 +79,12 @@ struct StaticConfig {
 /// $DYNRES_HOME (pfs/, run/, state.db). Throws std::runtime_error with the
 /// file name on a YAML or type error.
 StaticConfig load_static(const std::string& path);
+/// The shell command that starts the manager of `node` (seed 000 §6.5.2:
+/// "the controller tries to relaunch the manager"): cfg.manager_launch with
+/// every "{node}" replaced by the single-quoted node label and every
+/// "{config}" by the single-quoted absolute path of cfg.path, ready for
+/// /bin/sh -c. Returns "" when manager_launch is empty (relaunch disabled).
+std::string manager_launch_command(const StaticConfig& cfg, const std::string& node);
 /// Load a dynamic file over `base` (keys absent keep their value).
 DynamicConfig load_dynamic(const std::string& path, DynamicConfig base = {});
 /// The config path icheck_init uses for `explicit_path` (may be NULL/empty):

@@ -3,16 +3,22 @@
 // Controller: one per cluster. Registers applications, chooses the agent
 // count (Algorithm 5) and places agents (Algorithm 6) on the checkpoint
 // nodes whose managers heartbeat, keeps apps / agents / versions / nodes in
-// the SQLite state file (module "icheck" migrations, tables icheck_*), marks a
-// node down after heartbeat_misses missed heartbeats and gives the affected
-// applications new agents at their next probe. A --standby controller waits
-// while the primary renews its lease in the state file and takes over (same
-// metadata) when the lease expires.
+// the SQLite state file (module "icheck" migrations, tables icheck_*). After
+// heartbeat_misses missed heartbeats a node's manager is lost: the affected
+// applications get new agents at their next probe, and the controller
+// relaunches the manager with the manager_launch command, marking the node
+// down when that fails manager_relaunch_attempts times (§6.5.2-6.5.3). A
+// --standby controller waits while the primary renews its lease in the state
+// file and takes over (same metadata: nodes, epochs, attempts) when the lease
+// expires.
 //
 // Manager: one per checkpoint node. Starts/stops icagent processes on
 // request, heartbeats every heartbeat_interval with the §6.3 metrics
 // (available memory, depletion rate Eq. 6.5, ops Eq. 6.6 and interval 6.7,
 // ops/min, bandwidth Eq. 6.8-6.9, agent count and fill rate Eq. 6.10, power).
+// Its first heartbeat registers it and gets the node's epoch (incarnation);
+// told it is superseded by a newer epoch, it stops its agents and exits. It
+// does not start while a live manager answers on the node's socket.
 #pragma once
 #include <atomic>
 #include <string>
@@ -34,6 +40,9 @@ struct ManagerOptions {
   std::string agent_bin;    ///< icagent path (default: next to the running executable)
   double mem_limit_gb = 0;  ///< report at most this much available memory (0 = real MemAvailable)
 };
+/// Run until *stop, or until the controller says a newer manager serves the
+/// node (then *stop is set too). Returns 0; throws on setup errors, among
+/// them a live manager already answering on the node's socket.
 int run_manager(const ManagerOptions& o, std::atomic<bool>* stop);
 
 }  // namespace dynres::icheck
