@@ -1,9 +1,17 @@
-// Messages over Unix domain sockets: length-prefixed frames with JSON bodies
+// Messages over stream sockets: length-prefixed frames with JSON bodies
 // (DESIGN.md "proto"). A frame is a 4-byte big-endian body length followed by
-// that many bytes of UTF-8 JSON; bodies are limited to kMaxFrame bytes.
-// Every message is an object with an "op" member, e.g. {"op":"wake","why":"submit"}.
+// that many bytes of UTF-8 JSON; bodies are limited to kMaxFrame bytes on
+// both the sending and the receiving side. Every message is an object; requests
+// carry an "op" member, e.g. {"op":"wake","why":"submit"}, and a reply that
+// reports a failure carries {"error": "..."}.
+//
+// This is the only implementation of the framing in dynres. This header is the
+// file-descriptor level used by the scheduler tools (Unix sockets named by a
+// path); dynres/proto_socket.hpp adds the owning Socket, "unix:"/TCP addresses
+// and the MUNGE authentication of TCP connections used by iCheck.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,8 +20,14 @@ namespace dynres::proto {
 
 using json = nlohmann::json;
 
-constexpr size_t kMaxFrame = 16u << 20;  ///< 16 MiB
+/// Largest frame body, in bytes (64 MiB), for every user of the protocol.
+/// Larger bodies are refused by send_frame/send_msg and a larger announced
+/// length is a ProtoError in recv_frame/recv_msg (the bytes are never read).
+constexpr std::size_t kMaxFrame = std::size_t{64} << 20;
 
+/// Any failure of the protocol layer: I/O error, malformed or oversized frame,
+/// connection refused, timeout (where the function says so), bad address, or
+/// an {"error": ...} reply to request(const Socket&, ...).
 class ProtoError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -21,23 +35,35 @@ class ProtoError : public std::runtime_error {
 
 /// Create a listening SOCK_STREAM socket at path, mode 0600 (owner only).
 /// A stale socket file (nobody listening) is replaced; a live one makes this
-/// throw ProtoError("... already in use"). Returns the fd (close-on-exec).
+/// throw ProtoError("... already in use ..."). Other failures (path longer
+/// than 107 bytes, bind/listen errors) throw ProtoError too.
+/// Returns the fd (close-on-exec); the caller closes it.
 int listen_unix(const std::string& path);
 
-/// Connect to path, waiting at most timeout_ms. Returns -1 when nobody listens.
+/// Connect to the Unix socket at path, waiting at most timeout_ms (ms).
+/// Returns the connected, blocking, close-on-exec fd, or -1 when nobody
+/// listens there (missing file, not a socket, refused, timeout, bad path).
 int connect_unix(const std::string& path, int timeout_ms = 1000);
 
-/// Send one frame; throws ProtoError on I/O failure.
+/// Send one frame on fd. Throws ProtoError on I/O failure or when the body
+/// exceeds kMaxFrame. Never raises SIGPIPE.
 void send_frame(int fd, const json& body);
 
-/// Receive one frame, waiting at most timeout_ms (-1 = forever).
-/// std::nullopt on orderly close or timeout; ProtoError on a malformed frame.
+/// Receive one frame from fd, waiting at most timeout_ms (ms; -1 = forever)
+/// for it to begin; the body then gets timeout_ms + 1000 ms more.
+/// std::nullopt on orderly close or timeout before the first byte;
+/// ProtoError on a malformed or oversized frame, a frame cut short by close
+/// or timeout, or an I/O error.
 std::optional<json> recv_frame(int fd, int timeout_ms = -1);
 
-/// Fire-and-forget: connect, send, close. False when nobody listens.
+/// Fire-and-forget to a Unix socket path: connect (at most timeout_ms), send,
+/// close. False when nobody listens or the send fails; never throws.
 bool notify(const std::string& path, const json& body, int timeout_ms = 300);
 
-/// Request/response: connect, send, wait for one reply frame.
+/// Request/response over a Unix socket path: connect, send, wait for one reply
+/// frame (timeout_ms each). std::nullopt when nobody listens, on timeout or on
+/// any protocol failure; never throws. The reply is returned as is, even when
+/// it carries {"error": ...}.
 std::optional<json> request(const std::string& path, const json& body, int timeout_ms = 2000);
 
 }  // namespace dynres::proto

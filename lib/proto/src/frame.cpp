@@ -1,0 +1,122 @@
+// The frame format (4-byte big-endian length + JSON body) on file descriptors:
+// the one implementation behind send_frame/recv_frame and send_msg/recv_msg.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "detail.hpp"
+
+namespace dynres::proto {
+namespace detail {
+
+Deadline::Deadline(int timeout_ms)
+    : forever_(timeout_ms < 0), at_(std::chrono::steady_clock::now() + std::chrono::milliseconds(forever_ ? 0 : timeout_ms)) {}
+
+int Deadline::left_ms() const {
+  if (forever_) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now()).count();
+  return left > 0 ? static_cast<int>(left) : 0;
+}
+
+bool wait_fd(int fd, short events, int timeout_ms) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    int r = ::poll(&p, 1, timeout_ms);
+    if (r < 0 && errno == EINTR) continue;
+    return r > 0;
+  }
+}
+
+namespace {
+
+enum class Got { all, eof_at_start, timeout_at_start };
+
+// Read exactly n bytes before the deadline. When nothing has been read and
+// the read does not continue a frame (in_frame false), EOF and timeout are
+// reported; otherwise they are a ProtoError (the stream is out of step).
+Got read_exact(int fd, char* buf, size_t n, const Deadline& dl, bool in_frame) {
+  size_t got = 0;
+  while (got < n) {
+    int left = dl.left_ms();
+    if (left == 0 || !wait_fd(fd, POLLIN, left)) {
+      if (got == 0 && !in_frame) return Got::timeout_at_start;
+      throw ProtoError("recv: timed out in the middle of a frame");
+    }
+    ssize_t r = ::recv(fd, buf + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw ProtoError(std::string("recv: ") + std::strerror(errno));
+    }
+    if (r == 0) {
+      if (got == 0 && !in_frame) return Got::eof_at_start;
+      throw ProtoError("recv: peer closed the connection in the middle of a frame");
+    }
+    got += static_cast<size_t>(r);
+  }
+  return Got::all;
+}
+
+std::string too_large(size_t n) {
+  return "frame of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(kMaxFrame) + " bytes";
+}
+
+}  // namespace
+
+ReadEnd read_frame(int fd, int timeout_ms, json& out) {
+  unsigned char hdr[4];
+  Got g = read_exact(fd, reinterpret_cast<char*>(hdr), 4, Deadline(timeout_ms), false);
+  if (g == Got::eof_at_start) return ReadEnd::closed;
+  if (g == Got::timeout_at_start) return ReadEnd::timeout;
+  uint32_t n = (uint32_t(hdr[0]) << 24) | (uint32_t(hdr[1]) << 16) | (uint32_t(hdr[2]) << 8) | hdr[3];
+  if (n > kMaxFrame) throw ProtoError("recv: " + too_large(n));
+  std::string body(n, '\0');
+  read_exact(fd, body.data(), n, Deadline(timeout_ms < 0 ? -1 : timeout_ms + 1000), true);
+  try {
+    out = json::parse(body);
+  } catch (const json::exception& e) {
+    throw ProtoError(std::string("recv: malformed JSON frame: ") + e.what());
+  }
+  return ReadEnd::frame;
+}
+
+bool is_auth_frame(const json& m) {
+  if (!m.is_object()) return false;
+  auto op = m.find("op");
+  return op != m.end() && op->is_string() && op->get_ref<const std::string&>() == "auth";
+}
+
+}  // namespace detail
+
+void send_frame(int fd, const json& body) {
+  std::string s;
+  try {
+    s = body.dump();
+  } catch (const json::exception& e) {  // e.g. invalid UTF-8 in a string
+    throw ProtoError(std::string("send: cannot encode the message: ") + e.what());
+  }
+  if (s.size() > kMaxFrame) throw ProtoError("send: " + detail::too_large(s.size()));
+  uint32_t n = static_cast<uint32_t>(s.size());
+  char hdr[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
+  s.insert(0, hdr, 4);
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t w = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw ProtoError(std::string("send: ") + std::strerror(errno));
+    }
+    off += static_cast<size_t>(w);
+  }
+}
+
+std::optional<json> recv_frame(int fd, int timeout_ms) {
+  json m;
+  if (detail::read_frame(fd, timeout_ms, m) != detail::ReadEnd::frame) return std::nullopt;
+  return m;
+}
+
+}  // namespace dynres::proto
