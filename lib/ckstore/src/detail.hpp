@@ -46,9 +46,10 @@ class Fd {
 
 /// Open for reading; not_found on ENOENT, io otherwise.
 Fd open_read(const fs::path& p);
-/// Create/truncate a 0600 file owned by `uid` (chown when running as root
-/// for another uid).
-Fd create_file(const fs::path& p, std::uint32_t uid);
+/// Create a 0600 file owned by `uid` (chown when running as root for
+/// another uid): truncating an existing one, or with `exclusive` failing
+/// (Errc::io, EEXIST) when the name exists.
+Fd create_file(const fs::path& p, std::uint32_t uid, bool exclusive = false);
 void write_all(int fd, const void* p, std::size_t n, const std::string& path);
 /// pread exactly n bytes at off; Error(corrupt, "truncated") on short read.
 void pread_exact(int fd, void* p, std::size_t n, std::uint64_t off, const std::string& path);

@@ -206,9 +206,26 @@ std::vector<std::uint64_t> retain_unchecked(const Store& s, std::size_t keep_las
   auto versions = list_unchecked(s);
   auto nv = newest_valid_unchecked(s, versions, Check::shallow);
   if (!nv) return deleted;
-  for (std::size_t i = 0; i < versions.size(); ++i) {
-    std::uint64_t v = versions[i];
-    if (i < keep_last || v >= *nv) continue;
+  // Newest first. Directories newer than the newest valid version may be
+  // in progress and are never touched. At and below it, only versions that
+  // pass the shallow check count toward keep_last (a half-written or
+  // abandoned directory must not take the place of a valid older version
+  // that a later corruption of the newest one would need); the others go.
+  std::size_t kept = 0;
+  for (std::uint64_t v : versions) {
+    if (v > *nv) continue;
+    if (kept < keep_last) {
+      bool ok = false;
+      try {
+        verify_unchecked(s, v, Check::shallow);
+        ok = true;
+      } catch (const Error&) {
+      }
+      if (ok) {
+        ++kept;
+        continue;
+      }
+    }
     try {
       remove_unchecked(s, v);
       deleted.push_back(v);
@@ -398,6 +415,14 @@ Manifest commit_parts(const Store& store, std::uint64_t v, int nranks,
     throw Error(Errc::invalid, vds, std::string("bad part: ") + e.what());
   }
   for (auto& [k, val] : attrs) m.attrs[k] = val;
+  // A version is complete only with every rank's data: a missing part (an
+  // agent that collected too few pieces, a lost writer) must not become a
+  // "valid" version that retention then keeps instead of older complete ones.
+  std::vector<bool> has_rank(static_cast<std::size_t>(nranks), false);
+  for (auto& r : m.regions) has_rank.at(static_cast<std::size_t>(r.info.rank)) = true;
+  for (int i = 0; i < nranks; ++i)
+    if (!has_rank[static_cast<std::size_t>(i)])
+      throw Error(Errc::invalid, vds, "incomplete version: no region of rank " + std::to_string(i));
   std::sort(m.regions.begin(), m.regions.end(), [](const Region& a, const Region& b) {
     return std::tie(a.info.rank, a.info.label) < std::tie(b.info.rank, b.info.label);
   });

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <cstdio>
+#include <random>
 
 #include "detail.hpp"
 
@@ -150,13 +152,26 @@ std::optional<std::uint64_t> parse_version_dir_name(std::string_view name) noexc
   return v;
 }
 
-std::string chunk_file_name(int rank, std::string_view label) {
+std::string chunk_file_name(int rank, std::string_view label, std::string_view writer_tag) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "r%06d.", rank);
   std::string s = buf;
   s += label;
+  if (!writer_tag.empty()) {
+    s += '.';
+    s += writer_tag;
+  }
   s += ".dat";
   return s;
+}
+
+std::string new_writer_tag() {
+  static std::atomic<std::uint64_t> counter{0};
+  std::random_device rd;
+  const std::uint64_t x = (std::uint64_t(rd()) << 32 | rd()) ^ (std::uint64_t(::getpid()) << 20) ^ counter.fetch_add(1);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
 }
 
 namespace detail {
@@ -216,8 +231,8 @@ Fd open_read(const fs::path& p) {
   return Fd(fd);
 }
 
-Fd create_file(const fs::path& p, std::uint32_t uid) {
-  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+Fd create_file(const fs::path& p, std::uint32_t uid, bool exclusive) {
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | (exclusive ? O_EXCL : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw_errno(errno, p.string(), "create");
   Fd f(fd);
   if (::fchmod(fd, 0600) != 0) throw_errno(errno, p.string(), "fchmod 0600");

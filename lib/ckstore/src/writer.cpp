@@ -85,6 +85,7 @@ struct VersionWriter::Impl {
   Options opt;
   fs::path dir;
   bool created_dir = false;
+  std::string tag = new_writer_tag();  ///< names this writer's chunk files
   std::mutex mu;
   std::vector<std::unique_ptr<RegionState>> regions;
   std::set<std::pair<int, std::string>> keys;
@@ -240,7 +241,7 @@ std::size_t VersionWriter::open_region(const RegionInfo& in) {
   r->info = info;
   r->total = info.bytes();
   r->compress = I.opt.compress && r->total > I.opt.compress_threshold;
-  r->file = chunk_file_name(info.rank, info.label);
+  r->file = chunk_file_name(info.rank, info.label, I.tag);
   r->fpath = I.dir / r->file;
   std::lock_guard lk(I.mu);
   if (I.sealed) throw Error(Errc::invalid, ds, "writer already sealed");
@@ -248,7 +249,7 @@ std::size_t VersionWriter::open_region(const RegionInfo& in) {
     throw Error(Errc::invalid, ds, "duplicate label '" + info.label + "' for rank " +
                                        std::to_string(info.rank));
   try {
-    r->fd = create_file(r->fpath, I.uid);
+    r->fd = create_file(r->fpath, I.uid, /*exclusive=*/true);
   } catch (...) {
     I.keys.erase({info.rank, info.label});
     throw;

@@ -4,11 +4,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,12 +86,28 @@ class Agent {
       std::fflush(stdout);
     }
     std::thread pfs([this] { pfs_loop(); });
-    std::vector<std::thread> workers;
+    // One thread per control connection; a finished one is joined by the
+    // accept loop and its socket closed (managers open one per heartbeat).
+    struct Worker {
+      std::thread t;
+      std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::list<Worker> workers;
+    auto reap = [&workers] {
+      for (auto it = workers.begin(); it != workers.end();)
+        if (*it->done) {
+          it->t.join();
+          it = workers.erase(it);
+        } else {
+          ++it;
+        }
+    };
     const pid_t parent = ::getppid();
     while (!stop_ && !(ext_stop && *ext_stop)) {
       if (opt_.exit_with_parent && ::getppid() != parent) break;  // orphaned
       Socket c = accept_on(l, 200);
       trim_spares();
+      reap();
       if (!c.valid()) continue;
       long pu = peer_uid(c);
       if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0) {
@@ -101,14 +119,23 @@ class Agent {
         std::lock_guard<std::mutex> g(mu_);
         conns_.push_back(sp);
       }
-      workers.emplace_back([this, sp] { serve(*sp); });
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      workers.push_back({std::thread([this, sp, done] {
+                           serve(*sp);
+                           {
+                             std::lock_guard<std::mutex> g(mu_);
+                             conns_.erase(std::remove(conns_.begin(), conns_.end(), sp), conns_.end());
+                           }
+                           *done = true;
+                         }),
+                         done});
     }
     stop_ = true;
     {
       std::lock_guard<std::mutex> g(mu_);
       for (auto& c : conns_) c->shutdown();
     }
-    for (auto& t : workers) t.join();
+    for (auto& w : workers) w.t.join();
     pfs_cv_.notify_all();
     pfs.join();
     if (is_unix_address(opt_.listen)) ::unlink(opt_.listen.substr(5).c_str());
@@ -250,9 +277,9 @@ class Agent {
           c.busy.reset();
           if (m.value("mode", "pull") == "pull" && c.piece->received != c.piece->total)
             throw std::runtime_error("incomplete: piece misses bytes");
+          std::lock_guard<std::mutex> g(mu_);
           c.piece->complete = true;
           c.piece->t1 = now_s();
-          std::lock_guard<std::mutex> g(mu_);
           ncops_++;
           bytes_ += c.piece->total;
           seconds_ += c.piece->t1 - c.piece->t0;
@@ -390,57 +417,79 @@ class Agent {
         auto f = slots_.find(s);
         if (f == slots_.end() || !f->second.current || f->second.current->v != v) return;
       }
+    queue_part(v);
+  }
+
+  /// Queue the second-level write of version v with the pieces that hold it
+  /// NOW (the current pieces of this agent's slots): the writer must not
+  /// look them up later, when some slots may already have moved on to v+1
+  /// and the part would miss their regions. Caller holds mu_.
+  void queue_part(uint64_t v) {
     if (written_.count(v)) return;
+    std::vector<PieceP> pieces;
+    for (auto& [s, st] : slots_)
+      if (st.current && st.current->v == v) pieces.push_back(st.current);
+    if (pieces.empty()) return;
     written_.insert(v);
-    pfs_queue_.push_back(v);
+    while (written_.size() > 1024) written_.erase(written_.begin());
+    // Writes not started yet of older versions are superseded by v: drop
+    // them so that a slow file system never pins one buffer set per commit.
+    std::erase_if(pfs_queue_, [v](const PfsJob& j) { return j.v < v; });
+    pfs_queue_.push_back({v, std::move(pieces)});
     pfs_cv_.notify_all();
   }
 
+  /// Write the newest current version to the second level now; with
+  /// `wait`, block until written (at most 120 s) and throw when the write
+  /// failed or did not finish, so "flush" never reports a version safe on
+  /// disk that is not.
   void flush_all(bool wait) {
     std::unique_lock<std::mutex> g(mu_);
     uint64_t v = 0;
     for (auto& [s, st] : slots_)
       if (st.current) v = std::max(v, st.current->v);
     if (!v || opt_.pfs_dir.empty()) return;
-    if (!written_.count(v)) {
-      written_.insert(v);
-      pfs_queue_.push_back(v);
-      pfs_cv_.notify_all();
-    }
-    if (wait) pfs_done_cv_.wait_for(g, std::chrono::seconds(120), [&] { return done_.count(v) || stop_; });
+    queue_part(v);
+    if (!wait) return;
+    if (!pfs_done_cv_.wait_for(g, std::chrono::seconds(120), [&] { return done_.count(v) || stop_; }))
+      throw std::runtime_error("timeout: second-level write of v" + std::to_string(v) + " still running");
+    auto it = done_.find(v);
+    if (it == done_.end()) throw std::runtime_error("shutdown: second-level write of v" + std::to_string(v) + " interrupted");
+    if (!it->second.empty()) throw std::runtime_error("io: second-level write of v" + std::to_string(v) + ": " + it->second);
   }
 
   // Background writer of the second level (§6.2.5).
   void pfs_loop() {
     for (;;) {
-      uint64_t v;
+      PfsJob job;
       {
         std::unique_lock<std::mutex> g(mu_);
         pfs_cv_.wait(g, [&] { return stop_ || !pfs_queue_.empty(); });
         if (pfs_queue_.empty()) return;
-        v = pfs_queue_.front();
+        job = std::move(pfs_queue_.front());
         pfs_queue_.pop_front();
       }
+      std::string err;
       try {
-        write_part(v);
+        write_part(job.v, job.pieces);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "icagent %s: second level v%llu: %s\n", opt_.id.c_str(), (unsigned long long)v, e.what());
+        err = e.what();
+        std::fprintf(stderr, "icagent %s: second level v%llu: %s\n", opt_.id.c_str(), (unsigned long long)job.v, e.what());
       }
+      job.pieces.clear();  // release the buffers (a superseded one may become a spare)
       std::lock_guard<std::mutex> g(mu_);
-      done_.insert(v);
+      done_[job.v] = err;
+      while (done_.size() > 64) done_.erase(done_.begin());
       pfs_done_cv_.notify_all();
     }
   }
 
-  void write_part(uint64_t v) {
+  void write_part(uint64_t v, const std::vector<PieceP>& pieces) {
 #ifdef ICHECK_HAVE_CKSTORE
-    std::vector<PieceP> pieces;
     int nslots, index;
     std::vector<std::string> peers;
     {
       std::lock_guard<std::mutex> g(mu_);
-      for (auto& [s, st] : slots_)
-        if (st.current && st.current->v == v) pieces.push_back(st.current);
       nslots = nslots_;
       index = index_;
       peers = peers_;
@@ -475,7 +524,7 @@ class Agent {
       request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}}, 60000);
     }
 #else
-    (void)v;
+    (void)v, (void)pieces;
 #endif
   }
 
@@ -522,8 +571,14 @@ class Agent {
   std::atomic<long long> recycled_{0};
   std::atomic<long long> pulls_{0}, pushes_{0};  ///< commits begun per technique (§6.2)
   double bytes_ = 0, seconds_ = 0, last_op_ = 0;
-  std::deque<uint64_t> pfs_queue_;
-  std::set<uint64_t> written_, done_;
+  /// A queued second-level write: the version and the pieces holding it.
+  struct PfsJob {
+    uint64_t v = 0;
+    std::vector<PieceP> pieces;
+  };
+  std::deque<PfsJob> pfs_queue_;
+  std::set<uint64_t> written_;
+  std::map<uint64_t, std::string> done_;  ///< finished writes: v -> "" or the error
   std::map<uint64_t, std::map<int, std::string>> parts_;
   std::condition_variable pfs_cv_, pfs_done_cv_;
 };

@@ -121,6 +121,10 @@ class ClientImpl {
   bool worker_ok = false;
   std::string worker_err;
   int64_t pending_v = 0;
+  /// While an asynchronous commit is in flight: where this rank's copy of
+  /// that version lives (staging buffer or SHMR segment), laid out like
+  /// regions' offsets; the fallback writes it instead of the live regions.
+  const char* fallback_src = nullptr;
   double commit_t0 = 0;
   double last_tsync = -1;
   double last_probe = 0;
@@ -279,8 +283,9 @@ class ClientImpl {
   /// life of a registration (it shapes the agents' slots).
   void apply_params(const json& p) {
     if (!p.is_object()) return;
-    auto num = [&](const char* k, double& dst) {
-      if (p.contains(k) && p[k].is_number() && p[k].get<double>() > 0) dst = p[k].get<double>();
+    auto num = [&](const char* k, double& dst) {  // MiB, sane range only
+      if (p.contains(k) && p[k].is_number() && p[k].get<double>() > 0 && p[k].get<double>() <= 1048576)
+        dst = p[k].get<double>();
     };
     if (p.contains("transfer") && p["transfer"].is_string() && (p["transfer"] == "pull" || p["transfer"] == "push"))
       cfg.dyn.transfer = p["transfer"].get<std::string>();
@@ -366,6 +371,7 @@ class ClientImpl {
       if (async) {
         pending_v = v;
         worker_ok = false;
+        fallback_src = static_cast<const char*>(seg->p) + base;  // this rank's copy of v
         worker = std::thread([this, run] {
           try {
             run();
@@ -599,6 +605,7 @@ class ClientImpl {
       rc = direct_write(v);
       if (rc == ICHECK_OK) version = v;
     }
+    fallback_src = nullptr;
     last_tsync = now_s() - commit_t0;
     if (rc == ICHECK_OK)
       ctl_quiet({{"op", "version"}, {"app_id", app_id}, {"v", v}, {"bytes", total_bytes() * size_t(comm.size())},
@@ -632,7 +639,9 @@ class ClientImpl {
           ri.type = ckstore::ElemType(r.type);
           ri.count = r.count;
           ri.rank = comm.rank();
-          w.add_region(ri, r.ptr);
+          // An asynchronous commit that fell back: the application may
+          // already have changed its regions; version v is the staged copy.
+          w.add_region(ri, fallback_src ? fallback_src + r.offset : r.ptr);
         }
         part = w.seal();
       }
@@ -797,6 +806,10 @@ class ClientImpl {
                           {"offset", total}, {"bytes", r.bytes()}});
           total += r.bytes();
         }
+      if (regs.empty()) {
+        last_error = "version " + std::to_string(v) + " holds no region of rank " + std::to_string(comm.rank());
+        return ICHECK_ENOENT;
+      }
       std::vector<char> data(total);
       for (auto& x : regs)
         st.read_region(uint64_t(v), comm.rank(), x["label"].get<std::string>(), data.data() + size_t(x["offset"]),
@@ -885,6 +898,7 @@ int Client::add(const char* label, void* ptr, size_t count, int type) {
   if (!label || !ptr || count == 0) return ICHECK_EINVAL;
   size_t es = icheck_elem_size(type);
   if (!es) return ICHECK_EINVAL;
+  if (count > (SIZE_MAX / 2) / es) return ICHECK_EINVAL;  // bytes would overflow
   if (!safe_name(label)) return ICHECK_ELABEL;
   if (s.by_label.count(label)) return ICHECK_EEXIST;
   if (s.worker.joinable()) return ICHECK_ESTATE;
@@ -897,14 +911,19 @@ int Client::add(const char* label, void* ptr, size_t count, int type) {
 int Client::commit() {
   auto& s = *impl_;
   if (!s.inited) return ICHECK_ESTATE;
-  if (s.regions.empty()) return ICHECK_ENOENT;
+  // Collective: a rank without regions must not return alone while the
+  // others wait for it inside the commit.
+  if (!s.comm.all(!s.regions.empty())) return ICHECK_ENOENT;
   int rc = wait();
   if (rc != ICHECK_OK) return rc;
   const int64_t v = s.version + 1;
   s.commit_t0 = now_s();
-  // Direct mode: retry the agents from time to time (§6.5.2 t_wait).
-  if (s.mode == "direct" && !s.cfg.controllers.empty() && !s.cfg.direct &&
-      now_s() - s.last_probe > 2 * s.cfg.heartbeat_interval) {
+  // Direct mode: retry the agents from time to time (§6.5.2 t_wait). Rank
+  // 0's clock decides for all ranks (probe() is collective).
+  bool probe_due = s.mode == "direct" && !s.cfg.controllers.empty() && !s.cfg.direct &&
+                   now_s() - s.last_probe > 2 * s.cfg.heartbeat_interval;
+  probe_due = s.comm.bcast(probe_due ? "1" : "0") == "1";
+  if (probe_due) {
     probe(nullptr);
     s.commit_t0 = now_s();
   }
@@ -933,7 +952,10 @@ int Client::commit() {
   }
   if (s.async && ok) {
     bool staged = s.buf->len >= s.total_bytes();
-    if (staged) s.copy_out(0, s.total_bytes(), static_cast<char*>(s.buf->p));
+    if (staged) {
+      s.copy_out(0, s.total_bytes(), static_cast<char*>(s.buf->p));
+      s.fallback_src = static_cast<const char*>(s.buf->p);
+    }
     s.pending_v = v;
     s.worker_ok = false;
     s.worker = std::thread([&s, v, staged] {
@@ -979,6 +1001,9 @@ int Client::restart() {
   else s.comm.all(false);
   int rc = ok ? ICHECK_OK : ICHECK_ENOENT;
   if (!ok) {
+    // Some rank may have restored in place from its agent before another
+    // rank's agent failed: every rank now takes the second-level version.
+    s.restored_in_place = false;
     // Second level: newest version <= restart_v that every rank can read and
     // verify; corrupt ones are refused and the next older valid one is used.
     std::vector<int64_t> cands;
@@ -1147,6 +1172,7 @@ int Client::finalize(int flags) {
   s.by_label.clear();
   s.rdata.clear();
   s.inited = false;
+  s.async = false;
   s.mode = "none";
   s.restarted = false;
   return rc;

@@ -83,6 +83,11 @@ Errc code_of(const std::function<void()>& f) {
 
 }  // namespace
 
+/// Path of the file holding (rank 0, label) of version v, as its manifest names it.
+fs::path chunk_file(const Store& s, std::uint64_t v, const std::string& label) {
+  return s.version_dir(v) / s.manifest(v).find(0, label)->chunks.at(0).file;
+}
+
 TEST_CASE("safe_component accepts plain names and rejects dangerous ones") {
   CHECK(safe_component("heat"));
   CHECK(safe_component("grid_0.v2-final"));
@@ -102,6 +107,9 @@ TEST_CASE("safe_component accepts plain names and rejects dangerous ones") {
   CHECK_FALSE(parse_version_dir_name("v42"));
   CHECK_FALSE(parse_version_dir_name("v0000000000"));
   CHECK(chunk_file_name(3, "grid") == "r000003.grid.dat");
+  CHECK(chunk_file_name(3, "grid", "00ff00ff00ff00ff") == "r000003.grid.00ff00ff00ff00ff.dat");
+  CHECK(new_writer_tag().size() == 16);
+  CHECK(new_writer_tag() != new_writer_tag());
   CHECK(code_of([] { version_dir_name(0); }) == Errc::invalid);
 }
 
@@ -250,8 +258,8 @@ TEST_CASE("streaming writer: pieces of any size give the same result as one buff
     const std::size_t total = data.size() * sizeof(double);
     Store s(t.path, compress ? "zs" : "plain");
     {
-      auto w = s.begin_version(1, 2, o);
-      auto id = w.open_region({"x", ElemType::Double, 0, data.size(), 1, {}});
+      auto w = s.begin_version(1, 1, o);
+      auto id = w.open_region({"x", ElemType::Double, 0, data.size(), 0, {}});
       std::size_t off = 0, step = 1;
       while (off < total) {
         std::size_t n = std::min(step, total - off);
@@ -265,11 +273,11 @@ TEST_CASE("streaming writer: pieces of any size give the same result as one buff
       CHECK(m.attrs.at("iteration") == "12");
     }
     Manifest one = write_version(t.path, compress ? "zs" : "plain", ::geteuid(), 2,
-                                 std::vector<RegionData>{{{"x", ElemType::Double, 0, data.size(), 1, {}}, data.data()}},
-                                 o, 2);
+                                 std::vector<RegionData>{{{"x", ElemType::Double, 0, data.size(), 0, {}}, data.data()}},
+                                 o, 1);
     Manifest m1 = s.verify(1);
-    auto& a = m1.find(1, "x")->chunks;
-    auto& b = one.find(1, "x")->chunks;
+    auto& a = m1.find(0, "x")->chunks;
+    auto& b = one.find(0, "x")->chunks;
     REQUIRE(a.size() == b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
       CHECK(a[i].raw_xxh3 == b[i].raw_xxh3);
@@ -278,7 +286,7 @@ TEST_CASE("streaming writer: pieces of any size give the same result as one buff
     }
     CHECK(s.manifest(1).attrs.at("iteration") == "12");
     std::vector<double> back(data.size());
-    s.read_region(1, 1, "x", back.data(), total);
+    s.read_region(1, 0, "x", back.data(), total);
     CHECK(back == data);
   }
 }
@@ -286,13 +294,13 @@ TEST_CASE("streaming writer: pieces of any size give the same result as one buff
 TEST_CASE("writer rejects bad regions and misuse") {
   TempDir t;
   Store s(t.path, "app");
-  auto w = s.begin_version(1, 2, small_opts());
+  auto w = s.begin_version(1, 1, small_opts());
   double d[4] = {1, 2, 3, 4};
   CHECK(code_of([&] { w.open_region({"zero", ElemType::Double, 0, 0, 0, {}}); }) == Errc::invalid);
   CHECK(code_of([&] { w.open_region({"../x", ElemType::Double, 0, 4, 0, {}}); }) == Errc::invalid);
   CHECK(code_of([&] { w.open_region({"", ElemType::Double, 0, 4, 0, {}}); }) == Errc::invalid);
   CHECK(code_of([&] { w.open_region({".x", ElemType::Double, 0, 4, 0, {}}); }) == Errc::invalid);
-  CHECK(code_of([&] { w.open_region({"x", ElemType::Double, 0, 4, 2, {}}); }) == Errc::invalid);
+  CHECK(code_of([&] { w.open_region({"x", ElemType::Double, 0, 4, 1, {}}); }) == Errc::invalid);  // rank >= nranks
   CHECK(code_of([&] { w.open_region({"x", ElemType::Double, 4, 4, 0, {}}); }) == Errc::invalid);
   Layout bad;
   bad.global_shape = {2, 3};
@@ -341,7 +349,7 @@ TEST_CASE("a flipped byte anywhere is detected and newest_valid falls back") {
     Manifest m2 = write_version(t.path, app, ::geteuid(), 2, std::span<const RegionData>(&r2, 1), o);
     Store s(t.path, app);
     CHECK(s.newest_valid() == std::optional<std::uint64_t>(2));
-    const fs::path f = s.version_dir(2) / "r000000.x.dat";
+    const fs::path f = chunk_file(s, 2, "x");
     // flip a byte in the middle of the second chunk
     const auto& c = m2.find(0, "x")->chunks.at(1);
     flip_byte(f, c.file_offset + c.stored_length / 2);
@@ -351,7 +359,7 @@ TEST_CASE("a flipped byte anywhere is detected and newest_valid falls back") {
     } catch (const Error& e) {
       CHECK(e.code() == Errc::corrupt);
       CHECK(e.path() == f.string());
-      CHECK_THAT(e.what(), Catch::Contains("r000000.x.dat") && Catch::Contains("checksum"));
+      CHECK_THAT(e.what(), Catch::Contains("r000000.x.") && Catch::Contains("checksum"));
     }
     CHECK(s.valid(2, Check::shallow));  // size is right, content is not
     CHECK_FALSE(s.valid(2));
@@ -373,7 +381,10 @@ TEST_CASE("a version without manifest (crash mid-write) is ignored") {
     w.add_region({"x", ElemType::Double, 0, 3000, 0, {}}, d.data());
     w.seal();  // chunks on disk, no manifest: the "crash" happens here
   }
-  CHECK(fs::exists(s.version_dir(2) / "r000000.x.dat"));
+  bool chunks_on_disk = false;  // written under this writer's tag
+  for (auto& e : fs::directory_iterator(s.version_dir(2)))
+    chunks_on_disk |= e.path().filename().string().rfind("r000000.x.", 0) == 0;
+  CHECK(chunks_on_disk);
   CHECK(s.list_versions() == std::vector<std::uint64_t>{2, 1});
   CHECK_FALSE(s.has_manifest(2));
   CHECK(code_of([&] { s.manifest(2); }) == Errc::not_found);
@@ -388,7 +399,7 @@ TEST_CASE("truncated or extended chunk files and tampered manifests are detected
   Manifest m = write_simple(t.path, 2, 2.0);
   write_simple(t.path, 3, 3.0);
   Store s(t.path, "app");
-  const fs::path f2 = s.version_dir(2) / "r000000.x.dat";
+  const fs::path f2 = chunk_file(s, 2, "x");
   fs::resize_file(f2, fs::file_size(f2) - 10);
   CHECK_FALSE(s.valid(2, Check::shallow));
   try {
@@ -396,12 +407,12 @@ TEST_CASE("truncated or extended chunk files and tampered manifests are detected
     FAIL("truncation not detected");
   } catch (const Error& e) {
     CHECK(e.code() == Errc::corrupt);
-    CHECK_THAT(e.what(), Catch::Contains("truncated") && Catch::Contains("r000000.x.dat"));
+    CHECK_THAT(e.what(), Catch::Contains("truncated") && Catch::Contains("r000000.x."));
   }
   std::vector<double> back(3000);
   CHECK(code_of([&] { s.read_region(2, 0, "x", back.data(), 24000); }) == Errc::corrupt);
 
-  const fs::path f3 = s.version_dir(3) / "r000000.x.dat";
+  const fs::path f3 = chunk_file(s, 3, "x");
   { std::ofstream(f3, std::ios::app | std::ios::binary) << "garbage"; }
   CHECK_FALSE(s.valid(3, Check::shallow));
 
@@ -423,11 +434,27 @@ TEST_CASE("truncated or extended chunk files and tampered manifests are detected
   CHECK(code_of([&] { s.manifest(1); }) == Errc::corrupt);
   // missing chunk file
   write_simple(t.path, 4, 4.0);
-  fs::remove(s.version_dir(4) / "r000000.x.dat");
+  fs::remove(chunk_file(s, 4, "x"));
   CHECK(code_of([&] { s.verify(4, Check::shallow); }) == Errc::corrupt);
 }
 
-TEST_CASE("retention keeps the newest K and never the newest valid one") {
+TEST_CASE("a version missing a rank's regions is refused at commit") {
+  TempDir t;
+  Store s(t.path, "app");
+  double d[4] = {1, 2, 3, 4};
+  auto w0 = s.begin_version(1, 2, small_opts());
+  w0.add_region({"x", ElemType::Double, 0, 4, 0, {}}, d);
+  std::vector<std::string> parts{w0.seal()};
+  CHECK(code_of([&] { commit_parts(s, 1, 2, parts, small_opts()); }) == Errc::invalid);
+  CHECK_FALSE(s.has_manifest(1));
+  auto w1 = s.begin_version(1, 2, small_opts());
+  w1.add_region({"x", ElemType::Double, 0, 4, 1, {}}, d);
+  parts.push_back(w1.seal());
+  commit_parts(s, 1, 2, parts, small_opts());
+  CHECK(s.valid(1));
+}
+
+TEST_CASE("retention keeps the newest K valid versions and never the newest valid one") {
   TempDir t;
   for (std::uint64_t v = 1; v <= 5; ++v) write_simple(t.path, v, static_cast<double>(v), 100);
   Store s(t.path, "app");
@@ -438,14 +465,17 @@ TEST_CASE("retention keeps the newest K and never the newest valid one") {
     w.add_region({"x", ElemType::Double, 0, 2, 0, {}}, d);
     w.seal();
   }
-  fs::resize_file(s.version_dir(5) / "r000000.x.dat", 8);
-  auto deleted = s.retain(2);  // keeps v6, v5 (newest two) and v4 (newest valid)
+  fs::resize_file(chunk_file(s, 5, "x"), 8);
+  // v6 and v5 are newer than the newest valid version (v4): never touched,
+  // and they do not count: the two newest VALID versions (v4, v3) are kept,
+  // so a later corruption of v4 still leaves v3 to restore.
+  auto deleted = s.retain(2);
   std::sort(deleted.begin(), deleted.end());
-  CHECK(deleted == std::vector<std::uint64_t>{1, 2, 3});
-  CHECK(s.list_versions() == std::vector<std::uint64_t>{6, 5, 4});
+  CHECK(deleted == std::vector<std::uint64_t>{1, 2});
+  CHECK(s.list_versions() == std::vector<std::uint64_t>{6, 5, 4, 3});
   CHECK(s.newest_valid() == std::optional<std::uint64_t>(4));
   CHECK(s.retain(0).empty());
-  CHECK(s.retain(1).empty());  // v4 is the newest valid: kept; v5 newer
+  CHECK(s.retain(1) == std::vector<std::uint64_t>{3});  // v4 is the newest valid: kept; v5, v6 newer
   s.remove_version(6);
   CHECK(code_of([&] { s.remove_version(6); }) == Errc::not_found);
 
@@ -491,7 +521,7 @@ TEST_CASE("permissions: modes 0700/0600 and foreign uids are refused") {
   CHECK(mode_of(uid_dir) == 0700);
   CHECK(mode_of(s.app_dir()) == 0700);
   CHECK(mode_of(s.version_dir(1)) == 0700);
-  CHECK(mode_of(s.version_dir(1) / "r000000.x.dat") == 0600);
+  CHECK(mode_of(chunk_file(s, 1, "x")) == 0600);
   CHECK(mode_of(s.version_dir(1) / kManifestName) == 0600);
 
   Store other(t.path, "app", ::geteuid() + 1);

@@ -162,3 +162,64 @@ TEST_CASE("agent: without recycling superseded versions are freed", "[agent]") {
   CHECK(s.value("spare_bytes", -1) == 0);
   c.finalize(IC_PERSIST);
 }
+
+TEST_CASE("agent: control connections do not leak descriptors or threads", "[agent]") {
+  AgentProc agent("auto", true);
+  auto fds = [&] {
+    size_t n = 0;
+    for ([[maybe_unused]] auto& e : fs::directory_iterator("/proc/" + std::to_string(agent.pid) + "/fd")) ++n;
+    return n;
+  };
+  auto threads = [&] {
+    std::ifstream f("/proc/" + std::to_string(agent.pid) + "/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return -1;
+  };
+  agent.stats();
+  const size_t fd0 = fds();
+  // A manager opens one connection per heartbeat; 300 of them.
+  for (int i = 0; i < 300; ++i) REQUIRE(agent.stats().contains("ncops"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the accept loop reaps every 200 ms
+  CHECK(fds() <= fd0 + 2);
+  CHECK(threads() <= 8);
+}
+
+// §6.5.1: an agent fails while an asynchronous commit is in flight and the
+// application has already changed its regions (allowed once a staged
+// asynchronous commit returned, icheck(3)): the fallback must write the
+// staged copy of the version, not the live, newer data.
+TEST_CASE("agent: asynchronous commit whose agent dies writes the staged version", "[agent]") {
+  AgentProc agent("auto", true);
+  std::vector<double> d(1u << 16);
+  int st = -1;
+  for (size_t i = 0; i < d.size(); ++i) d[i] = double(i);
+  const auto committed = d;
+  {
+    Client c;
+    REQUIRE(c.init(agent.cfg().c_str(), "uagent", nullptr, &st) == ICHECK_OK);
+    REQUIRE(std::string(c.mode()) == "rdma");
+    REQUIRE(c.add("d", d.data(), d.size(), ICHECK_DOUBLE) == ICHECK_OK);
+    REQUIRE(c.enable_async(1) == ICHECK_OK);
+    ::kill(agent.pid, SIGSTOP);  // the transfer cannot finish
+    REQUIRE(c.commit() == ICHECK_OK);
+    for (auto& x : d) x = -1;  // the application moves on
+    ::kill(agent.pid, SIGKILL);
+    ::waitpid(agent.pid, nullptr, 0);
+    agent.pid = -1;
+    CHECK(c.wait() == ICHECK_OK);  // fell back to the second level
+    CHECK(std::string(c.mode()) == "direct");
+    CHECK(c.version() == 1);
+    c.finalize(IC_PERSIST);
+  }
+  std::vector<double> back(d.size(), 0.0);
+  Client r;
+  REQUIRE(r.init(agent.cfg().c_str(), "uagent", nullptr, &st) == ICHECK_OK);
+  REQUIRE(st == ICHECK_STATUS_RESTART);
+  REQUIRE(r.add("d", back.data(), back.size(), ICHECK_DOUBLE) == ICHECK_OK);
+  REQUIRE(r.restart_all() == ICHECK_OK);
+  CHECK(r.version() == 1);
+  CHECK(back == committed);
+  r.finalize(IC_PERSIST);
+}

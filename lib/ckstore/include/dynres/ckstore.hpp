@@ -11,8 +11,13 @@
 // On-disk layout (all directories 0700, all files 0600):
 //
 //   <root>/<uid>/<app>/v<version, 10 digits>/
-//       r<rank, 6 digits>.<label>.dat   stored chunks of one (rank, label),
-//                                       concatenated
+//       r<rank, 6 digits>.<label>.<writer tag>.dat
+//                                       stored chunks of one (rank, label),
+//                                       concatenated; the tag (16 hex digits)
+//                                       is unique per writer, so concurrent
+//                                       writers of one version never touch
+//                                       each other's files (created O_EXCL);
+//                                       the manifest names the files used
 //       MANIFEST.json                   written LAST: temp file, fsync,
 //                                       rename, fsync directory
 //
@@ -379,6 +384,10 @@ std::string version_dir_name(std::uint64_t v);
 /// Inverse; std::nullopt when `name` is not of that form.
 std::optional<std::uint64_t> parse_version_dir_name(std::string_view name) noexcept;
 /// Chunk file name of (rank, label): "r000003.grid.dat".
-std::string chunk_file_name(int rank, std::string_view label);
+std::string chunk_file_name(int rank, std::string_view label, std::string_view writer_tag = {});
+/// A fresh random tag (16 hex digits) naming one writer's chunk files, so
+/// two writers of the same version (an agent and the library's fallback)
+/// never open, truncate or unlink each other's files.
+std::string new_writer_tag();
 
 }  // namespace dynres::ckstore
