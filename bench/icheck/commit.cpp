@@ -20,7 +20,8 @@
 //              mpiio   MPI_File_write_at_all of S/P bytes per process into one
 //                      shared file + MPI_File_sync (MPICH ROMIO)
 //   iCheck     for provider shm and tcp (tcp = "tcp;ofi_rxm", see
-//              icheck.yaml(5)), agents M, transfer pull and push:
+//              icheck.yaml(5); --providers msg adds the plain tcp provider's
+//              connected FI_EP_MSG endpoints), agents M, transfer pull and push:
 //              first   first commit (agents map + register their buffers)
 //              commit  blocking icheck_commit (median of --reps)
 //              async   time until an asynchronous commit returns
@@ -317,7 +318,7 @@ int main(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       if (!g_rank)
         std::printf("usage: [mpiexec -n P] bench_icheck_commit [--quick] [--sizes MiB,..] [--agents M,..]\n"
-                    "       [--providers shm,tcp] [--modes pull,push] [--reps N] [--no-mpiio] [--no-nr] [--dir D]\n"
+                    "       [--providers shm,tcp,msg] [--modes pull,push] [--reps N] [--no-mpiio] [--no-nr] [--dir D]\n"
                     "       [--strategies mr,shmr]\n");
 #ifdef ICHECK_HAVE_MPI
       MPI_Finalize();
@@ -345,7 +346,7 @@ int main(int argc, char** argv) {
     std::printf("%-6s %-2s %-2s %-6s %-5s %-7s %9s %7s %6s %7s %7s  %s\n", "MiB", "P", "M", "prov", "mode", "kind", "seconds",
                 "GB/s", "xmemcp", "xfsync", "xmpiio", "target");
   }
-  // "prov mode" -> (checkpoint bytes, agents' held bytes) per size, for the
+  // "prov M=m mode" -> (checkpoint bytes, agents' held bytes) per size, for the
   // marginal memory per stored byte printed at the end.
   std::map<std::string, std::vector<std::pair<double, double>>> held;
   for (int mib : sizes) {
@@ -415,7 +416,8 @@ int main(int argc, char** argv) {
 #endif
     // (d) loopback TCP stream of each process's bytes (tcp rows' ceiling).
     double t_tcpraw = 0;
-    if (std::find(provs.begin(), provs.end(), "tcp") != provs.end()) {
+    if (std::find(provs.begin(), provs.end(), "tcp") != provs.end() ||
+        std::find(provs.begin(), provs.end(), "msg") != provs.end()) {
       ts.clear();
       for (int k = 0; k < std::min(R, 3); ++k)
         ts.push_back(timed([&] { tcp_stream_seconds(reinterpret_cast<const char*>(data), mine); }));
@@ -453,7 +455,7 @@ int main(int argc, char** argv) {
     if (std::find(strategies.begin(), strategies.end(), "mr") == strategies.end())
       cfgs.erase(std::remove_if(cfgs.begin(), cfgs.end(), [](const Cfg& c) { return c.strategy == "mr"; }), cfgs.end());
     for (auto& c : cfgs) {
-      const std::string fprov = c.prov == "tcp" ? "tcp;ofi_rxm" : c.prov;
+      const std::string fprov = c.prov == "tcp" ? "tcp;ofi_rxm" : c.prov == "msg" ? "tcp" : c.prov;
       for (auto& mode : modes) {
         if (!c.recycle && mode != modes[0]) continue;
         Agents ag;
@@ -539,7 +541,7 @@ int main(int argc, char** argv) {
           return std::string(t_memcpy / tbm >= ratio_needed && t_fsync / tbm >= 2 && (t_mpiio == 0 || t_mpiio / tbm >= 2) ? "met " : "MISSED ");
         };
         std::string tc = mark(c.prov == "shm" ? 0.5 : 0.25) + tgt_commit;
-        if (c.prov == "tcp" && t_tcpraw > 0) {
+        if (c.prov != "shm" && t_tcpraw > 0) {
           char b[64];
           std::snprintf(b, sizeof b, " (%.2f x tcpraw)", t_tcpraw / tbm);
           tc += b;
@@ -560,7 +562,7 @@ int main(int argc, char** argv) {
                       mib, g_size, c.m, pv, mode.c_str(), rss0.rss / 1048576.0, rss1.rss / 1048576.0,
                       rss1.lazy / 1048576.0, per, rss0.held() / 1048576.0, per <= 1.1 ? "met" : "MISSED");
           std::fflush(stdout);
-          held[pvs + " " + mode].push_back({double(total), double(rss1.held())});
+          held[pvs + " M=" + std::to_string(c.m) + " " + mode].push_back({double(total), double(rss1.held())});
         }
         ::unsetenv("ICHECK_TRANSFER");
         ::unsetenv("ICHECK_STRATEGY");
@@ -575,7 +577,7 @@ int main(int argc, char** argv) {
       auto lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
       if (hi.first <= lo.first) continue;
       const double slope = (hi.second - lo.second) / (hi.first - lo.first);
-      std::printf("#   %-12s %.3f x stored bytes + %.0f MiB (%s)\n", k.c_str(), slope,
+      std::printf("#   %-18s %.3f x stored bytes + %.0f MiB (%s)\n", k.c_str(), slope,
                   (lo.second - slope * lo.first) / 1048576.0, slope <= 1.1 ? "met" : "MISSED");
     }
   }
