@@ -60,10 +60,13 @@ t_fatal() {
   exit 1
 }
 
-_t_kill_tree() {  # pid: the process and its descendants, children first
-  local p=$1 c
-  for c in $(pgrep -P "$p" 2>/dev/null); do _t_kill_tree "$c"; done
+_t_kill_tree() {  # pid: the process and its descendants
+  # Parent first (its children listed before), so a parent never runs its
+  # next command after a child was killed (the watchdog's `kill $$`).
+  local p=$1 c kids
+  kids=$(pgrep -P "$p" 2>/dev/null)
   kill -KILL "$p" 2>/dev/null || true
+  for c in $kids; do _t_kill_tree "$c"; done
 }
 
 _t_cleanup() {
@@ -107,7 +110,7 @@ t_begin() {
   trap _t_cleanup EXIT
   trap 'echo "[$T_NAME] interrupted" >&2; exit 1' INT HUP
   trap 'echo "[$T_NAME] FAIL: time bound of '"$bound"' s exceeded" >&2; T_FAILS=$((T_FAILS + 1)); exit 1' TERM
-  (sleep "$bound"; kill -TERM $$ 2>/dev/null) &
+  (sleep "$bound" && kill -TERM $$ 2>/dev/null) &
   T_WATCHDOG=$!
   disown "$T_WATCHDOG"
   t_log "temporary directory $T_TMP"

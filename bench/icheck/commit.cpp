@@ -20,8 +20,7 @@
 //              mpiio   MPI_File_write_at_all of S/P bytes per process into one
 //                      shared file + MPI_File_sync (MPICH ROMIO)
 //   iCheck     for provider shm and tcp (tcp = "tcp;ofi_rxm", see
-//              icheck.yaml(5); --providers msg adds the plain tcp provider's
-//              connected FI_EP_MSG endpoints), agents M, transfer pull and push:
+//              icheck.yaml(5)), agents M, transfer pull and push:
 //              first   first commit (agents map + register their buffers)
 //              commit  blocking icheck_commit (median of --reps)
 //              async   time until an asynchronous commit returns
@@ -318,7 +317,7 @@ int main(int argc, char** argv) {
     else if (a == "-h" || a == "--help") {
       if (!g_rank)
         std::printf("usage: [mpiexec -n P] bench_icheck_commit [--quick] [--sizes MiB,..] [--agents M,..]\n"
-                    "       [--providers shm,tcp,msg] [--modes pull,push] [--reps N] [--no-mpiio] [--no-nr] [--dir D]\n"
+                    "       [--providers shm,tcp] [--modes pull,push] [--reps N] [--no-mpiio] [--no-nr] [--dir D]\n"
                     "       [--strategies mr,shmr]\n");
 #ifdef ICHECK_HAVE_MPI
       MPI_Finalize();
@@ -416,8 +415,7 @@ int main(int argc, char** argv) {
 #endif
     // (d) loopback TCP stream of each process's bytes (tcp rows' ceiling).
     double t_tcpraw = 0;
-    if (std::find(provs.begin(), provs.end(), "tcp") != provs.end() ||
-        std::find(provs.begin(), provs.end(), "msg") != provs.end()) {
+    if (std::find(provs.begin(), provs.end(), "tcp") != provs.end()) {
       ts.clear();
       for (int k = 0; k < std::min(R, 3); ++k)
         ts.push_back(timed([&] { tcp_stream_seconds(reinterpret_cast<const char*>(data), mine); }));
@@ -455,7 +453,7 @@ int main(int argc, char** argv) {
     if (std::find(strategies.begin(), strategies.end(), "mr") == strategies.end())
       cfgs.erase(std::remove_if(cfgs.begin(), cfgs.end(), [](const Cfg& c) { return c.strategy == "mr"; }), cfgs.end());
     for (auto& c : cfgs) {
-      const std::string fprov = c.prov == "tcp" ? "tcp;ofi_rxm" : c.prov == "msg" ? "tcp" : c.prov;
+      const std::string fprov = c.prov == "tcp" ? "tcp;ofi_rxm" : c.prov;
       for (auto& mode : modes) {
         if (!c.recycle && mode != modes[0]) continue;
         Agents ag;

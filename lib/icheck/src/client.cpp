@@ -391,6 +391,7 @@ class ClientImpl {
     } else if (ok && async) {
       pending_v = v;  // non-leader: the leader's agent transfer is pending
       worker_ok = true;
+      fallback_src = static_cast<const char*>(seg->p) + base;  // this rank's copy of v
       return ICHECK_OK;
     }
     return finish_commit(v, ok);

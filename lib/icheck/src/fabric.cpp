@@ -38,15 +38,12 @@ struct OpCtx {
   Batch* batch;
 };
 
-// Hints for RMA endpoints of type RDM or, with `msg`, MSG. MSG endpoints do
-// not accept FI_MR_ENDPOINT here (a region would have to be bound to every
-// connection's endpoint).
-fi_info* make_hints(const std::string& prov, bool delivery_complete, bool msg = false) {
+fi_info* make_hints(const std::string& prov, bool delivery_complete) {
   fi_info* h = fi_allocinfo();
   h->caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  h->ep_attr->type = msg ? FI_EP_MSG : FI_EP_RDM;
+  h->ep_attr->type = FI_EP_RDM;
   h->mode = FI_CONTEXT | FI_CONTEXT2;
-  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | (msg ? 0 : FI_MR_ENDPOINT);
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   h->domain_attr->threading = FI_THREAD_DOMAIN;
   if (delivery_complete) h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
   if (!prov.empty()) h->fabric_attr->prov_name = strdup(prov.c_str());
@@ -107,16 +104,8 @@ std::vector<std::string> available_rma_providers() {
     fi_freeinfo(info);
   }
   fi_freeinfo(h);
-  // Plain tcp: connected endpoints (FI_EP_MSG) with RMA.
-  h = make_hints("tcp", false, true);
-  info = nullptr;
-  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info) == 0) {
-    if (std::find(out.begin(), out.end(), "tcp") == out.end()) out.push_back("tcp");
-    fi_freeinfo(info);
-  }
-  fi_freeinfo(h);
   std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-    auto rank = [](const std::string& s) { return s == "shm" ? 0 : s == "tcp;ofi_rxm" ? 1 : s == "tcp" ? 2 : 3; };
+    auto rank = [](const std::string& s) { return s == "shm" ? 0 : s == "tcp;ofi_rxm" ? 1 : 2; };
     return rank(a) < rank(b);
   });
   return out;
@@ -129,13 +118,14 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
   std::vector<std::string> tries;
   if (opt.provider.empty() || opt.provider == "auto")
     tries = {"shm", "tcp;ofi_rxm"};
+  else if (opt.provider == "tcp")
+    tries = {"tcp;ofi_rxm"};
   else
     tries = {opt.provider};
   long last = 0;
   for (const auto& p : tries) {
-    const bool msg = p == "tcp";  // the plain tcp provider: FI_EP_MSG
     for (bool dc : {true, false}) {
-      fi_info* h = make_hints(p, dc, msg);
+      fi_info* h = make_hints(p, dc);
       const char* node = (p != "shm" && !opt.node.empty()) ? opt.node.c_str() : nullptr;
       last = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0, h, &info_);
       fi_freeinfo(h);
@@ -145,32 +135,26 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
     if (info_) break;
   }
   if (!info_)
-    throw FabricError("no libfabric provider with FI_RMA and endpoint type " +
-                      std::string(opt.provider == "tcp" ? "FI_EP_MSG" : "FI_EP_RDM") + " among '" + opt.provider +
-                      "': " + fi_strerror(int(-last)));
+    throw FabricError("no libfabric provider with FI_EP_RDM+FI_RMA among '" + opt.provider + "': " +
+                      fi_strerror(int(-last)));
   provider_ = info_->fabric_attr->prov_name;
-  msg_ = info_->ep_attr->type == FI_EP_MSG;
   mr_mode_ = info_->domain_attr->mr_mode;
   max_msg_ = info_->ep_attr->max_msg_size ? info_->ep_attr->max_msg_size : opt.max_chunk;
   try {
     FI_CHECK(fi_fabric(info_->fabric_attr, &fabric_, nullptr));
     FI_CHECK(fi_domain(fabric_, info_, &domain_, nullptr));
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    FI_CHECK(fi_av_open(domain_, &av_attr, &av_, nullptr));
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_CONTEXT;
     cq_attr.wait_obj = FI_WAIT_NONE;
     cq_attr.size = 1024;
     FI_CHECK(fi_cq_open(domain_, &cq_attr, &cq_, nullptr));
-    if (msg_) {
-      open_msg();
-    } else {
-      fi_av_attr av_attr{};
-      av_attr.type = FI_AV_TABLE;
-      FI_CHECK(fi_av_open(domain_, &av_attr, &av_, nullptr));
-      FI_CHECK(fi_endpoint(domain_, info_, &ep_, nullptr));
-      FI_CHECK(fi_ep_bind(ep_, &av_->fid, 0));
-      FI_CHECK(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
-      FI_CHECK(fi_enable(ep_));
-    }
+    FI_CHECK(fi_endpoint(domain_, info_, &ep_, nullptr));
+    FI_CHECK(fi_ep_bind(ep_, &av_->fid, 0));
+    FI_CHECK(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    FI_CHECK(fi_enable(ep_));
   } catch (...) {
     this->~Fabric();
     throw;
@@ -181,15 +165,9 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
 Fabric::~Fabric() {
   stop_ = true;
   if (progress_.joinable()) progress_.join();
-  for (auto& p : msg_peers_)
-    if (p->ep) fi_close(&p->ep->fid);
-  msg_peers_.clear();
-  if (pep_) fi_close(&pep_->fid);
   if (ep_) fi_close(&ep_->fid);
   if (cq_) fi_close(&cq_->fid);
   if (av_) fi_close(&av_->fid);
-  if (eq_) fi_close(&eq_->fid);
-  pep_ = nullptr, eq_ = nullptr;
   if (domain_) fi_close(&domain_->fid);
   if (fabric_) fi_close(&fabric_->fid);
   if (info_) fi_freeinfo(info_);
@@ -199,7 +177,7 @@ Fabric::~Fabric() {
 std::string Fabric::address_hex() const {
   char buf[512];
   size_t len = sizeof buf;
-  long rc = fi_getname(msg_ ? &pep_->fid : &ep_->fid, buf, &len);
+  long rc = fi_getname(&ep_->fid, buf, &len);
   if (rc) throw FabricError(ferr("fi_getname", rc));
   static const char* hx = "0123456789abcdef";
   std::string out;
@@ -211,44 +189,9 @@ std::string Fabric::address_hex() const {
 }
 
 uint64_t Fabric::add_peer(const std::string& hex) {
-  if (hex.empty() || hex.size() % 2 || hex.size() > 512 ||
-      hex.find_first_not_of("0123456789abcdef") != std::string::npos)
-    throw FabricError("add_peer: malformed address");
+  if (hex.size() % 2) throw FabricError("add_peer: malformed address");
   std::vector<unsigned char> raw(hex.size() / 2);
   for (size_t i = 0; i < raw.size(); ++i) raw[i] = (unsigned char)std::stoi(hex.substr(2 * i, 2), nullptr, 16);
-  if (msg_) {
-    std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < msg_peers_.size(); ++i)
-      if (msg_peers_[i]->hex == hex && msg_peers_[i]->state >= 0) return i;
-    auto p = std::make_unique<MsgPeer>();
-    p->hex = hex;
-    if (self_hex_ < hex) {  // this side connects (header comment)
-      fi_info* ci = fi_dupinfo(info_);
-      if (!ci) throw std::bad_alloc();
-      std::free(ci->dest_addr);
-      ci->dest_addr = std::malloc(raw.size());
-      if (!ci->dest_addr) {
-        fi_freeinfo(ci);
-        throw std::bad_alloc();
-      }
-      std::memcpy(ci->dest_addr, raw.data(), raw.size());
-      ci->dest_addrlen = raw.size();
-      try {
-        p->ep = new_msg_ep(ci, p.get());
-      } catch (...) {
-        fi_freeinfo(ci);
-        throw;
-      }
-      fi_freeinfo(ci);
-      long rc = fi_connect(p->ep, raw.data(), self_hex_.data(), self_hex_.size());
-      if (rc) {
-        fi_close(&p->ep->fid);
-        throw FabricError(ferr("fi_connect", rc));
-      }
-    }
-    msg_peers_.push_back(std::move(p));
-    return msg_peers_.size() - 1;
-  }
   fi_addr_t a = FI_ADDR_UNSPEC;
   std::lock_guard<std::mutex> g(mu_);
   int n = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);
@@ -275,99 +218,11 @@ std::unique_ptr<MemRegion> Fabric::register_memory(void* buf, size_t len) {
   return r;
 }
 
-void Fabric::open_msg() {
-  fi_eq_attr ea{};
-  ea.size = 64;
-  ea.wait_obj = FI_WAIT_NONE;
-  FI_CHECK(fi_eq_open(fabric_, &ea, &eq_, nullptr));
-  FI_CHECK(fi_passive_ep(fabric_, info_, &pep_, nullptr));
-  FI_CHECK(fi_pep_bind(pep_, &eq_->fid, 0));
-  FI_CHECK(fi_listen(pep_));
-  self_hex_ = address_hex();
-}
-
-fid_ep* Fabric::new_msg_ep(fi_info* info, void* context) {
-  fid_ep* ep = nullptr;
-  FI_CHECK(fi_endpoint(domain_, info, &ep, context));
-  try {
-    FI_CHECK(fi_ep_bind(ep, &eq_->fid, 0));
-    FI_CHECK(fi_ep_bind(ep, &cq_->fid, FI_TRANSMIT | FI_RECV));
-    FI_CHECK(fi_enable(ep));
-  } catch (...) {
-    fi_close(&ep->fid);
-    throw;
-  }
-  return ep;
-}
-
-int Fabric::progress_cm() {
-  alignas(fi_eq_cm_entry) char buf[sizeof(fi_eq_cm_entry) + 512];
-  uint32_t ev = 0;
-  ssize_t r = fi_eq_read(eq_, &ev, buf, sizeof buf, 0);
-  if (r == -FI_EAVAIL) {
-    fi_eq_err_entry err{};
-    if (fi_eq_readerr(eq_, &err, 0) > 0 && err.fid && err.fid->context)
-      static_cast<MsgPeer*>(err.fid->context)->state = -1;  // connect refused / failed
-    return 1;
-  }
-  if (r < ssize_t(sizeof(fi_eq_cm_entry))) return 0;
-  auto* e = reinterpret_cast<fi_eq_cm_entry*>(buf);
-  if (ev == FI_CONNREQ) {
-    // The connecting peer sent its passive-endpoint address as data.
-    std::string hex(reinterpret_cast<const char*>(e->data), size_t(r) - sizeof(fi_eq_cm_entry));
-    MsgPeer* p = nullptr;
-    for (auto& q : msg_peers_)
-      if (q->hex == hex && !q->ep && q->state == 0) p = q.get();
-    if (!p) {
-      msg_peers_.push_back(std::make_unique<MsgPeer>());
-      p = msg_peers_.back().get();
-      p->hex = hex;
-    }
-    try {
-      p->ep = new_msg_ep(e->info, p);
-      if (fi_accept(p->ep, nullptr, 0)) p->state = -1;
-    } catch (const FabricError&) {
-      p->state = -1;
-      fi_reject(pep_, e->info->handle, nullptr, 0);
-    }
-    fi_freeinfo(e->info);
-  } else if (ev == FI_CONNECTED && e->fid && e->fid->context) {
-    static_cast<MsgPeer*>(e->fid->context)->state = 1;
-  } else if (ev == FI_SHUTDOWN && e->fid && e->fid->context) {
-    // The peer went away (e.g. an application process ended): close the
-    // endpoint now so a long-lived agent does not keep one socket per
-    // former peer. rma() looks the endpoint up under mu_ for every post.
-    auto* p = static_cast<MsgPeer*>(e->fid->context);
-    p->state = -1;
-    if (p->ep) fi_close(&p->ep->fid);
-    p->ep = nullptr;
-  }
-  return 1;
-}
-
-fid_ep* Fabric::msg_endpoint(uint64_t peer, int timeout_ms) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (peer >= msg_peers_.size()) throw FabricError("RMA to an unknown peer");
-      MsgPeer& p = *msg_peers_[peer];
-      if (p.state == 1) return p.ep;
-      if (p.state < 0) throw FabricError("connection to the peer failed or was shut down");
-    }
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms))
-      throw FabricError("connection to the peer not established within " + std::to_string(timeout_ms) + " ms");
-    if (!progress_once()) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
 int Fabric::progress_once() {
   fi_cq_entry e[16];
   ssize_t n;
-  int cm = 0;
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (msg_) cm = progress_cm();
     n = fi_cq_read(cq_, e, 16);
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry err{};
@@ -386,7 +241,7 @@ int Fabric::progress_once() {
       return 1;
     }
   }
-  if (n <= 0) return cm;
+  if (n <= 0) return 0;
   for (ssize_t i = 0; i < n; ++i) {
     auto* op = static_cast<OpCtx*>(e[i].op_context);
     if (!op) continue;
@@ -426,11 +281,6 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
                  uint64_t rkey, int timeout_ms) {
   if (loff + len > local.len) throw FabricError("RMA outside the local region");
   if (len == 0) return;
-  if (msg_) msg_endpoint(peer, timeout_ms);  // wait until connected
-  const fi_addr_t dest = msg_ ? 0 : peer;  // connected endpoints ignore it
-  // Caller holds mu_: the endpoint to post on, or nullptr once a MSG
-  // connection was shut down (progress_cm closes it).
-  auto endpoint = [&]() -> fid_ep* { return msg_ ? msg_peers_[peer]->ep : ep_; };
   const size_t chunk = std::max<size_t>(4096, std::min(opt_.max_chunk, max_msg_));
   const size_t nops = (len + chunk - 1) / chunk;
   auto bh = std::make_unique<Batch>();
@@ -458,10 +308,8 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
       ssize_t rc;
       {
         std::lock_guard<std::mutex> g(mu_);
-        fid_ep* ep = endpoint();
-        rc = !ep ? -FI_ENOTCONN
-                 : is_read ? fi_read(ep, lp, n, local.desc, dest, raddr + off, rkey, &ctx[posted])
-                           : fi_write(ep, lp, n, local.desc, dest, raddr + off, rkey, &ctx[posted]);
+        rc = is_read ? fi_read(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted])
+                     : fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
       }
       if (rc == -FI_EAGAIN) break;
       if (rc) {
@@ -480,7 +328,7 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
       // libfabric may still complete them, so cancel and drain first.
       {
         std::lock_guard<std::mutex> g(mu_);
-        if (fid_ep* ep = endpoint()) fi_cancel(&ep->fid, nullptr);
+        fi_cancel(&ep_->fid, nullptr);
       }
       auto t0 = std::chrono::steady_clock::now();
       while (b.pending > 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) progress_once();

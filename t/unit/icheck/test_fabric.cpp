@@ -30,8 +30,6 @@ int serve(int fd, const std::string& prov) {
     for (size_t i = 0; i < n / 2; ++i) buf[i] = (unsigned char)(i * 7 + 1);
     auto mr = f.register_memory(buf.data(), n);
     send_msg(s, {{"addr", f.address_hex()}, {"key", mr->key}, {"base", mr->remote_base}});
-    // Both sides add each other (a MSG fabric connects from one side only).
-    f.add_peer(recv_msg(s, 30000).at("addr"));
     recv_msg(s, 30000);  // parent finished its write
     bool ok = true;
     for (size_t i = n / 2; i < n; ++i)
@@ -49,7 +47,7 @@ int serve(int fd, const std::string& prov) {
 TEST_CASE("fabric: RMA read and write between two processes", "[fabric]") {
   auto provs = available_rma_providers();
   std::vector<std::string> tested;
-  for (const std::string prov : {"shm", "tcp;ofi_rxm", "tcp"}) {
+  for (const std::string prov : {"shm", "tcp;ofi_rxm"}) {
     if (std::find(provs.begin(), provs.end(), prov) == provs.end()) continue;
     tested.push_back(prov);
     SECTION("provider " + prov) {
@@ -71,8 +69,6 @@ TEST_CASE("fabric: RMA read and write between two processes", "[fabric]") {
       o.max_chunk = 256 << 10;  // force several operations in flight
       Fabric f(o);
       CHECK(f.provider() == prov);
-      CHECK(f.connected_endpoints() == (prov == "tcp"));
-      send_msg(s, {{"addr", f.address_hex()}});
       const size_t n = 3u << 20;
       std::vector<unsigned char> mine(n, 0);
       auto mr = f.register_memory(mine.data(), n);
@@ -100,7 +96,7 @@ TEST_CASE("fabric: RMA read and write between two processes", "[fabric]") {
 
 TEST_CASE("fabric: RMA to a vanished peer fails instead of hanging", "[fabric]") {
   FabricOptions o;
-  o.provider = GENERATE(std::string("tcp;ofi_rxm"), std::string("tcp"));
+  o.provider = "tcp;ofi_rxm";
   o.node = "127.0.0.1";
   Fabric a(o);
   std::string addr;

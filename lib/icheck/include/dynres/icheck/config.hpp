@@ -64,7 +64,7 @@ struct StaticConfig {
   std::string pfs_dir;                    ///< second-level root ("the PFS")
   std::string run_dir;                    ///< sockets of managers/agents (mode 0700)
   std::string dynamic_file;               ///< path of the dynamic configuration
-  std::string provider = "auto";          ///< libfabric provider: auto|shm|tcp;ofi_rxm (RDM)|tcp (MSG, connected endpoints)
+  std::string provider = "auto";          ///< libfabric provider: auto|shm|tcp;ofi_rxm|tcp
   std::string fabric_node;                ///< source address for tcp (e.g. 127.0.0.1)
   int connect_retries = 3;                ///< attempts per controller at icheck_init
   int connect_timeout_ms = 1000;          ///< per attempt

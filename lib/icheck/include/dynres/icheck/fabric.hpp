@@ -1,18 +1,10 @@
-// libfabric transport of iCheck (seed 000 §6.2, Figure 6.6): one-sided RMA
-// (fi_read / fi_write) with completions through a completion queue and a
-// progress thread, over either endpoint type:
+// libfabric transport of iCheck (seed 000 §6.2, Figure 6.6): reliable
+// datagram (FI_EP_RDM) endpoints with one-sided RMA (fi_read / fi_write),
+// completions through a completion queue, and a progress thread.
 //
-//  - reliable datagram (FI_EP_RDM): "shm" (same host, cross-memory attach),
-//    "tcp;ofi_rxm" (RDM over TCP between hosts). One endpoint serves every
-//    peer; a peer is an address-vector entry.
-//  - connected (FI_EP_MSG): "tcp" (plain tcp provider, which in libfabric
-//    1.17 offers only FI_EP_MSG). Every Fabric listens on a passive
-//    endpoint; its address is the passive endpoint's name. For each pair
-//    of peers exactly one connection is made: add_peer() on the side whose
-//    address is the smaller string calls fi_connect, sending its own
-//    address as connection data, and the other side fi_accepts the request
-//    carrying that address. RMA to a peer waits until its connection is up.
-//
+// Providers: "shm" (same host, cross-memory attach), "tcp;ofi_rxm" (RDM over
+// TCP between hosts). "tcp" is accepted and mapped to "tcp;ofi_rxm" (plain
+// tcp is FI_EP_MSG only in libfabric 1.17; see the module README/report).
 // "auto" tries shm, then tcp;ofi_rxm.
 //
 // mr_mode: the wrapper asks for FI_MR_LOCAL | FI_MR_VIRT_ADDR |
@@ -43,8 +35,6 @@ struct fid_av;
 struct fid_cq;
 struct fid_ep;
 struct fid_mr;
-struct fid_eq;
-struct fid_pep;
 
 namespace dynres::icheck {
 
@@ -55,7 +45,7 @@ class FabricError : public std::runtime_error {
 };
 
 struct FabricOptions {
-  std::string provider = "auto";  ///< "auto", "shm", "tcp;ofi_rxm" (RDM), "tcp" (MSG)
+  std::string provider = "auto";  ///< "auto", "shm", "tcp;ofi_rxm", "tcp"
   std::string node;               ///< source address for tcp (e.g. "127.0.0.1"); "" = provider default
   size_t max_chunk = 8u << 20;    ///< largest single RMA operation (bytes)
   int depth = 16;                 ///< RMA operations kept in flight per transfer
@@ -116,15 +106,9 @@ class Fabric {
 
   const std::string& provider() const { return provider_; }
   uint64_t mr_mode() const { return mr_mode_; }
-  /// True for a connected (FI_EP_MSG) fabric.
-  bool connected_endpoints() const { return msg_; }
-  /// Endpoint address (opaque bytes, hex-encoded for the control channel):
-  /// the RDM endpoint's name, or the passive endpoint's for MSG.
+  /// Endpoint address (opaque bytes, hex-encoded for the control channel).
   std::string address_hex() const;
-  /// Make a peer (hex from its address_hex()) reachable; returns the handle
-  /// for read()/write(): its fi_addr_t (RDM) or connection index (MSG; the
-  /// connection is set up in the background, see the header comment).
-  /// Idempotent per address for MSG. Throws FabricError.
+  /// Insert a peer's address (hex from address_hex()); returns its fi_addr_t.
   uint64_t add_peer(const std::string& hex);
 
   /// Register [buf, buf+len) for local and remote read/write access.
@@ -157,22 +141,6 @@ class Fabric {
            uint64_t rkey, int timeout_ms);
   void progress_loop();
   int progress_once();
-  int progress_cm();  ///< MSG: connection events (caller holds mu_)
-  fid_ep* msg_endpoint(uint64_t peer, int timeout_ms);  ///< MSG: the peer's connected endpoint
-  void open_msg();   ///< MSG: EQ + passive endpoint, listening
-  fid_ep* new_msg_ep(fi_info* info, void* context);  ///< MSG: endpoint bound to EQ + CQ, enabled
-
-  /// One connection of a MSG fabric (index = peer handle).
-  struct MsgPeer {
-    std::string hex;              ///< the peer's passive-endpoint address
-    fid_ep* ep = nullptr;
-    std::atomic<int> state{0};    ///< 0 connecting, 1 connected, -1 failed/shut down
-  };
-  bool msg_ = false;
-  fid_eq* eq_ = nullptr;
-  fid_pep* pep_ = nullptr;
-  std::string self_hex_;
-  std::vector<std::unique_ptr<MsgPeer>> msg_peers_;
 
   std::string provider_;
   FabricOptions opt_;
