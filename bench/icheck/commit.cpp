@@ -130,25 +130,6 @@ std::vector<int> parse_list(const std::string& s) {
   while (std::getline(ss, x, ',')) out.push_back(std::atoi(x.c_str()));
   return out;
 }
-/// Resident memory of a process (bytes): VmRSS, and the part of it the
-/// kernel may reclaim without I/O (LazyFree: MADV_FREE'd idle spare buffers).
-struct Resident {
-  size_t rss = 0, lazy = 0;
-  size_t held() const { return rss > lazy ? rss - lazy : 0; }
-};
-size_t proc_kib(const std::string& file, const char* key) {
-  std::ifstream f(file);
-  std::string line;
-  const size_t kl = std::strlen(key);
-  while (std::getline(f, line))
-    if (line.compare(0, kl, key) == 0) return size_t(std::atoll(line.c_str() + kl)) * 1024;
-  return 0;
-}
-Resident resident(pid_t pid) {
-  const std::string d = "/proc/" + std::to_string(pid);
-  return {proc_kib(d + "/status", "VmRSS:"), proc_kib(d + "/smaps_rollup", "LazyFree:")};
-}
-
 /// Baseline for the tcp rows: `bytes` from `src` streamed over one loopback
 /// TCP connection to a receiver thread (kernel socket path, both copies;
 /// the ceiling of any TCP-based transport on this host). Seconds, or 0 on a
@@ -207,6 +188,17 @@ void fill(double* d, size_t n, int v) {
   for (size_t i = 0; i < n; ++i) d[i] = double(i) * 0.5 + g_rank * 1e9 + v;
 }
 
+/// icheck_init of `cl` for application "bench" over MPI_COMM_WORLD (or
+/// without MPI); true on ICHECK_OK.
+bool init_client(Client& cl, const std::string& cfgfile, int* status) {
+#ifdef ICHECK_HAVE_MPI
+  MPI_Comm w = MPI_COMM_WORLD;
+  return cl.init(cfgfile.c_str(), "bench", &w, status) == ICHECK_OK;
+#else
+  return cl.init(cfgfile.c_str(), "bench", nullptr, status) == ICHECK_OK;
+#endif
+}
+
 std::string icagent_path() {
   if (const char* e = std::getenv("ICAGENT")) return e;
   std::error_code ec;
@@ -248,9 +240,9 @@ struct Agents {
   Resident mem() const {
     Resident t;
     for (pid_t p : pids) {
-      Resident r = resident(p);
+      Resident r = resident_memory(p);
       t.rss += r.rss;
-      t.lazy += r.lazy;
+      t.lazy_free += r.lazy_free;
     }
     return t;
   }
@@ -480,12 +472,7 @@ int main(int argc, char** argv) {
         bool ok = true;
         {
           Client cl;
-#ifdef ICHECK_HAVE_MPI
-          MPI_Comm w = MPI_COMM_WORLD;
-          ok &= cl.init(cfgfile.c_str(), "bench", &w, &st) == ICHECK_OK;
-#else
-          ok &= cl.init(cfgfile.c_str(), "bench", nullptr, &st) == ICHECK_OK;
-#endif
+          ok &= init_client(cl, cfgfile, &st);
           ok &= std::string(cl.mode()) == "rdma";
           cl.add("data", data, n, ICHECK_DOUBLE);
           t_first = timed([&] { ok &= cl.commit() == ICHECK_OK; });
@@ -515,12 +502,7 @@ int main(int argc, char** argv) {
         for (int k = 0; k < R; ++k) {
           std::memset(data, 0, mine);
           Client cl;
-#ifdef ICHECK_HAVE_MPI
-          MPI_Comm w = MPI_COMM_WORLD;
-          ok &= cl.init(cfgfile.c_str(), "bench", &w, &st) == ICHECK_OK;
-#else
-          ok &= cl.init(cfgfile.c_str(), "bench", nullptr, &st) == ICHECK_OK;
-#endif
+          ok &= init_client(cl, cfgfile, &st);
           cl.add("data", data, n, ICHECK_DOUBLE);
           trs.push_back(timed([&] { ok &= cl.restart_all() == ICHECK_OK; }));
           ok &= checksum(data, mine) == want;
@@ -556,9 +538,10 @@ int main(int argc, char** argv) {
           // held = VmRSS - LazyFree: memory the kernel cannot take back.
           const double per = rss1.held() > rss0.held() ? double(rss1.held() - rss0.held()) / double(total) : 0;
           std::printf("%-6d %-2d %-2d %-6s %-5s rss     agents VmRSS %.0f -> %.0f MiB (LazyFree %.0f MiB); held = %.2f x "
-                      "checkpoint bytes + %.0f MiB fixed (target <= 1.1x: %s)\n",
+                      "checkpoint bytes + %.0f MiB before the first commit (includes buffer pools the transport allocates "
+                      "on first use; the 1.1x target is judged on the slope over several --sizes)\n",
                       mib, g_size, c.m, pv, mode.c_str(), rss0.rss / 1048576.0, rss1.rss / 1048576.0,
-                      rss1.lazy / 1048576.0, per, rss0.held() / 1048576.0, per <= 1.1 ? "met" : "MISSED");
+                      rss1.lazy_free / 1048576.0, per, rss0.held() / 1048576.0);
           std::fflush(stdout);
           held[pvs + " M=" + std::to_string(c.m) + " " + mode].push_back({double(total), double(rss1.held())});
         }

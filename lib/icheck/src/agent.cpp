@@ -230,8 +230,9 @@ class Agent {
             if (st.current) mem += st.current->total;
             for (auto& [v, p] : st.pending) mem += p->total;
           }
+          const Resident res = resident_memory();
           r.update({{"ncops", ncops_}, {"bytes", bytes_}, {"seconds", seconds_}, {"last_op", last_op_},
-                    {"mem_bytes", mem}, {"slots", slots_.size()}, {"rss", rss_bytes()}, {"lazy_free", lazy_free_bytes()},
+                    {"mem_bytes", mem}, {"slots", slots_.size()}, {"rss", res.rss}, {"lazy_free", res.lazy_free},
                     {"spare_bytes", spare}, {"recycled", recycled_.load()},
                     {"pulls", pulls_.load()}, {"pushes", pushes_.load()}});
         } else if (op == "shutdown") {
@@ -366,23 +367,6 @@ class Agent {
         st.spare->mem->lazy_free();
         st.spare->lazy = true;
       }
-  }
-
-  /// Resident bytes of this process (VmRSS) and the part of them the
-  /// kernel may reclaim without I/O (LazyFree of /proc/self/smaps_rollup).
-  static size_t lazy_free_bytes() {
-    std::ifstream f("/proc/self/smaps_rollup");
-    std::string line;
-    while (std::getline(f, line))
-      if (line.rfind("LazyFree:", 0) == 0) return size_t(std::atoll(line.c_str() + 9)) * 1024;
-    return 0;
-  }
-
-  static size_t rss_bytes() {
-    std::ifstream f("/proc/self/statm");
-    size_t sz = 0, rss = 0;
-    f >> sz >> rss;
-    return rss * size_t(::sysconf(_SC_PAGESIZE));
   }
 
   void publish(int slot, uint64_t v) {

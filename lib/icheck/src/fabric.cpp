@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <sched.h>
 #include <sys/mman.h>
@@ -86,6 +87,23 @@ void Mapping::reuse() {
   // Without MADV_POPULATE_WRITE: write one byte per page (the contents are
   // undefined after lazy_free() anyway), which also marks the page dirty.
   for (size_t o = 0; o < len; o += 4096) static_cast<volatile char*>(p)[o] = 0;
+}
+
+namespace {
+/// "Key:  N kB" line of a /proc file, in bytes (0 when absent).
+size_t proc_kib_field(const std::string& file, const char* key) {
+  std::ifstream f(file);
+  std::string line;
+  const size_t kl = std::strlen(key);
+  while (std::getline(f, line))
+    if (line.compare(0, kl, key) == 0) return size_t(std::atoll(line.c_str() + kl)) * 1024;
+  return 0;
+}
+}  // namespace
+
+Resident resident_memory(pid_t pid) {
+  const std::string d = pid > 0 ? "/proc/" + std::to_string(pid) : std::string("/proc/self");
+  return {proc_kib_field(d + "/status", "VmRSS:"), proc_kib_field(d + "/smaps_rollup", "LazyFree:")};
 }
 
 MemRegion::~MemRegion() {

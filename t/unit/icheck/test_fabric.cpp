@@ -116,15 +116,7 @@ TEST_CASE("fabric: RMA to a vanished peer fails instead of hanging", "[fabric]")
 }
 
 namespace {
-size_t lazy_free_kib() {
-  FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
-  char line[256];
-  size_t kib = 0;
-  while (f && std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, "LazyFree:", 9) == 0) kib = std::strtoull(line + 9, nullptr, 10);
-  if (f) std::fclose(f);
-  return kib;
-}
+size_t lazy_free_kib() { return resident_memory().lazy_free >> 10; }
 bool all_bytes(const Mapping& m, unsigned char v) {
   const unsigned char* p = static_cast<const unsigned char*>(m.p);
   for (size_t i = 0; i < m.len; ++i)

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,19 @@ struct Mapping {
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
 };
+
+/// Resident memory of a process, in bytes: VmRSS (/proc/PID/status) and
+/// the part of it the kernel may reclaim without I/O, LazyFree
+/// (/proc/PID/smaps_rollup: pages handed to MADV_FREE, e.g. an agent's idle
+/// spare buffers). pid 0 = the calling process. Zeros for a file that cannot
+/// be read (process gone, no permission).
+struct Resident {
+  size_t rss = 0;
+  size_t lazy_free = 0;
+  /// Memory the kernel cannot take back: rss - lazy_free.
+  size_t held() const { return rss > lazy_free ? rss - lazy_free : 0; }
+};
+Resident resident_memory(pid_t pid = 0);
 
 /// Provider names that offer FI_EP_RDM + FI_RMA on this machine, in
 /// preference order ("shm" first); as `fi_info -c FI_RMA -t FI_EP_RDM`.
