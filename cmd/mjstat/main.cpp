@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
       auto jobs = st.jobs();
       auto allocs = st.allocations();
       if (time_scale != 1) dynres::rescale_times(jobs, allocs, 1 / time_scale);
-      auto m = dynres::compute_metrics(jobs, allocs, static_cast<int>(st.nodes().size()), tau);
+      auto m = dynres::compute_metrics(jobs, allocs, static_cast<int>(st.nodes().size()), tau,
+                                       dynres::resize_events(st));
       std::cout << (json ? dynres::to_json(m).dump(2) + "\n"
                          : dynres::render_metrics(m, static_cast<int>(st.nodes().size())));
       return 0;

@@ -29,6 +29,28 @@ T get(const YAML::Node& n, const char* key, T def, const std::string& where, con
   }
 }
 
+/// scheduler.malleable: parameters of the malleable policies (dynres.yaml(5)).
+void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
+  const std::string w = "scheduler.malleable";
+  check_keys(m, w, {"management", "step", "min_remaining", "min_resize_interval", "grow_when_held", "mtct_threshold",
+                 "backfill"},
+             path);
+  auto mg = get<std::string>(m, "management", pc.management == sched::Management::prma ? "prma" : "pwma", w, path);
+  if (mg != "prma" && mg != "pwma") throw ConfigError(path + ": " + w + ".management must be prma or pwma");
+  pc.management = mg == "prma" ? sched::Management::prma : sched::Management::pwma;
+  auto st = get<std::string>(m, "step", pc.step == sched::Step::one ? "one" : "greedy", w, path);
+  if (st != "one" && st != "greedy") throw ConfigError(path + ": " + w + ".step must be one or greedy");
+  pc.step = st == "one" ? sched::Step::one : sched::Step::greedy;
+  pc.min_remaining = get<double>(m, "min_remaining", pc.min_remaining, w, path);
+  if (!(pc.min_remaining >= 0)) throw ConfigError(path + ": " + w + ".min_remaining must be >= 0 seconds");
+  pc.min_resize_interval = get<double>(m, "min_resize_interval", pc.min_resize_interval, w, path);
+  if (!(pc.min_resize_interval >= 0)) throw ConfigError(path + ": " + w + ".min_resize_interval must be >= 0 seconds");
+  pc.grow_when_held = get<bool>(m, "grow_when_held", pc.grow_when_held, w, path);
+  pc.backfill = get<bool>(m, "backfill", pc.backfill, w, path);
+  pc.mtct_threshold = get<double>(m, "mtct_threshold", pc.mtct_threshold, w, path);
+  if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
+}
+
 }  // namespace
 
 Config load_config(const std::string& path) {
@@ -45,11 +67,13 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait"}, path);
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable"}, path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
-  if (!p) throw ConfigError(path + ": unknown scheduler.policy '" + pol + "' (fcfs|backfill|easy)");
+  if (!p)
+    throw ConfigError(path + ": unknown scheduler.policy '" + pol + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
   c.policy.policy = *p;
+  load_malleable(s ? s["malleable"] : YAML::Node(), c.policy, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
   if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);

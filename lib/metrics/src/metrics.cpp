@@ -16,9 +16,15 @@
 namespace dynres {
 
 Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<AllocationRecord>& allocs, int nodes,
-                        double tau) {
+                        double tau, const std::vector<ResizeRecord>& resizes) {
   Metrics m;
   m.tau = tau;
+  std::unordered_map<int64_t, bool> resized;
+  for (auto& r : resizes) {
+    (r.expand ? m.expands : m.shrinks)++;
+    resized[r.job_id] = true;
+  }
+  m.resized_jobs = static_cast<int>(resized.size());
   m.jobs = static_cast<int>(jobs.size());
   double first_submit = std::numeric_limits<double>::infinity(), last_end = -first_submit;
   double wait_sum = 0, resp_sum = 0, bsld_sum = 0;
@@ -52,6 +58,16 @@ Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<Al
   return m;
 }
 
+std::vector<ResizeRecord> resize_events(State& st) {
+  std::vector<ResizeRecord> out;
+  Stmt s(st.db(), "SELECT job_id, time, kind, detail FROM events WHERE kind IN ('expand','shrink') ORDER BY time, id");
+  while (s.step()) {
+    ResizeRecord r{s.i64(0), s.f64(1), s.text(2) == "expand", 0, 0};
+    if (std::sscanf(s.text(3).c_str(), "from=%d to=%d", &r.from, &r.to) == 2) out.push_back(r);
+  }
+  return out;
+}
+
 void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double f) {
   double t0 = std::numeric_limits<double>::infinity();
   for (auto& j : jobs) t0 = std::min(t0, j.submit_time);
@@ -78,6 +94,9 @@ nlohmann::json to_json(const Metrics& m) {
           {"avg_response_s", m.avg_response},
           {"avg_bounded_slowdown", m.avg_bounded_slowdown},
           {"bsld_tau_s", m.tau},
+          {"expands", m.expands},
+          {"shrinks", m.shrinks},
+          {"resized_jobs", m.resized_jobs},
           {"by_state", m.by_state}};
 }
 

@@ -129,9 +129,10 @@ std::string render_metrics(const Metrics& m, int nodes) {
                 "average utilisation       %.1f %%\n"
                 "average wait              %.1f s\n"
                 "average response          %.1f s\n"
-                "average bounded slowdown  %.2f (tau = %.0f s)\n",
+                "average bounded slowdown  %.2f (tau = %.0f s)\n"
+                "resizes                   %d expands, %d shrinks (%d jobs resized)\n",
                 m.jobs, m.finished, nodes, m.makespan, 100 * m.utilisation, m.avg_wait, m.avg_response,
-                m.avg_bounded_slowdown, m.tau);
+                m.avg_bounded_slowdown, m.tau, m.expands, m.shrinks, m.resized_jobs);
   std::string out = b;
   out += "jobs by state            ";
   for (auto& [s, n] : m.by_state) out += " " + s + "=" + std::to_string(n);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "dynres/sched.hpp"
 
@@ -91,20 +92,27 @@ int smallest_admissible(Constraint c, int lo, int hi) {
   return r <= hi ? static_cast<int>(r) : 0;
 }
 
+namespace {
+constexpr std::pair<Policy, const char*> kPolicyNames[] = {
+    {Policy::fcfs, "fcfs"},   {Policy::backfill, "backfill"}, {Policy::easy, "easy"},
+    {Policy::fpsma, "fpsma"}, {Policy::egs, "egs"},           {Policy::minagree, "minagree"},
+    {Policy::perf, "perf"}};
+}  // namespace
+
 std::optional<Policy> parse_policy(const std::string& s) {
-  if (s == "fcfs") return Policy::fcfs;
-  if (s == "backfill") return Policy::backfill;
-  if (s == "easy") return Policy::easy;
+  for (auto& [p, n] : kPolicyNames)
+    if (s == n) return p;
   return std::nullopt;
 }
 
 std::string to_string(Policy p) {
-  switch (p) {
-    case Policy::fcfs: return "fcfs";
-    case Policy::backfill: return "backfill";
-    case Policy::easy: return "easy";
-  }
+  for (auto& [q, n] : kPolicyNames)
+    if (p == q) return n;
   return "fcfs";
+}
+
+bool is_malleable_policy(Policy p) {
+  return p == Policy::fpsma || p == Policy::egs || p == Policy::minagree || p == Policy::perf;
 }
 
 }  // namespace dynres::sched

@@ -7,6 +7,7 @@
 #include <limits>
 #include <tuple>
 
+#include "detail.hpp"
 #include "dynres/sched.hpp"
 
 namespace dynres::sched {
@@ -63,52 +64,90 @@ int start_size(const WaitingJob& j, int free) {
   return largest_admissible(j.constraint, j.min_nodes, std::min(j.max_nodes, free));
 }
 
-Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
-  Decision d;
-  const auto& nodes = snap.nodes;
+int requested_size(const WaitingJob& j) {
+  if (j.kind == JobKind::rigid) return min_size(j);
+  if (int s = largest_admissible(j.constraint, j.min_nodes, std::min(j.req_nodes, j.max_nodes))) return s;
+  return smallest_admissible(j.constraint, j.min_nodes, j.max_nodes);
+}
 
-  // Idle, up nodes in ascending order; free[next..] are still unallocated.
-  std::vector<int> free;
-  free.reserve(nodes.size());
-  int up = 0;
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
-    if (!nodes[i].up) continue;
+namespace detail {
+
+Pool::Pool(const Snapshot& s) {
+  free.reserve(s.nodes.size());
+  for (int i = 0; i < static_cast<int>(s.nodes.size()); ++i) {
+    if (!s.nodes[i].up) continue;
     ++up;
-    if (nodes[i].job == 0) free.push_back(i);
+    if (s.nodes[i].job == 0) free.push_back(i);
   }
-  size_t next = 0;
-  auto avail = [&] { return static_cast<int>(free.size() - next); };
-  auto start = [&](const WaitingJob& j, int k) {
-    d.starts.push_back({j.id, std::vector<int>(free.begin() + next, free.begin() + next + k)});
-    next += k;
-  };
+}
+
+std::vector<int> Pool::take(int k) {
+  std::vector<int> v(free.begin() + next, free.begin() + next + k);
+  next += k;
+  return v;
+}
+
+namespace {
+/// The size a malleable job asks for under `rule`, capped by the up nodes.
+int rule_size(const WaitingJob& j, SizeRule rule, int up) {
+  if (rule == SizeRule::minimum) return min_size(j);
+  WaitingJob c = j;
+  c.req_nodes = std::min(j.req_nodes, up);
+  return requested_size(c);
+}
+}  // namespace
+
+int need_of(const WaitingJob& j, SizeRule rule, int up) {
+  if (j.kind != JobKind::malleable || rule == SizeRule::fit) return min_size(j);
+  return rule_size(j, rule, up);
+}
+
+int size_of(const WaitingJob& j, SizeRule rule, int up, int free) {
+  if (j.kind != JobKind::malleable || rule == SizeRule::fit) return start_size(j, free);
+  int s = rule_size(j, rule, up);
+  return s > 0 && s <= free ? s : 0;
+}
+
+int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule rule, Pool& pool,
+                Decision& d) {
+  const auto& nodes = snap.nodes;
+  const int up = pool.up;
+  int head_index = -1;
+  auto start = [&](const WaitingJob& j, int k) { d.starts.push_back({j.id, pool.take(k)}); };
   auto hold = [&](const WaitingJob& j, const char* why) { d.holds.emplace_back(j.id, why); };
   auto never = [&](const WaitingJob& j) {
-    int m = min_size(j);
+    int m = need_of(j, rule, up);
     return m == 0 || m > up;
   };
+  auto size = [&](const WaitingJob& j, int free) { return size_of(j, rule, up, free); };
 
-  d.starts.reserve(std::min<size_t>(snap.waiting.size(), free.size()));
-  d.holds.reserve(snap.waiting.size());
+  d.starts.reserve(d.starts.size() + std::min<size_t>(snap.waiting.size(), pool.free.size()));
+  d.holds.reserve(d.holds.size() + snap.waiting.size());
+  const int W = static_cast<int>(snap.waiting.size());
 
-  switch (cfg.policy) {
-    case Policy::fcfs: {
+  switch (q) {
+    case Queue::fcfs: {
       bool blocked = false;
-      for (const auto& j : snap.waiting) {
+      for (int i = 0; i < W; ++i) {
+        const auto& j = snap.waiting[i];
         if (never(j)) { hold(j, "Resources"); continue; }
         if (blocked) { hold(j, "Priority"); continue; }
-        if (int s = start_size(j, avail())) start(j, s);
-        else { hold(j, "Resources"); blocked = true; }
+        if (int s = size(j, pool.avail())) start(j, s);
+        else { hold(j, "Resources"); blocked = true; head_index = i; }
       }
       break;
     }
-    case Policy::backfill:
-      for (const auto& j : snap.waiting) {
-        if (int s = start_size(j, avail())) start(j, s);
-        else hold(j, "Resources");
+    case Queue::backfill:
+      for (int i = 0; i < W; ++i) {
+        const auto& j = snap.waiting[i];
+        if (int s = size(j, pool.avail())) start(j, s);
+        else {
+          hold(j, "Resources");
+          if (head_index < 0 && !never(j)) head_index = i;
+        }
       }
       break;
-    case Policy::easy: {
+    case Queue::easy: {
       // Releases of running jobs (up nodes only; down nodes stay unusable),
       // sorted once by expected end, never earlier than now.
       std::vector<Release> running;
@@ -118,7 +157,8 @@ Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
         int k = 0;
         for (int n : r.nodes)
           k += n >= 0 && n < static_cast<int>(nodes.size()) && nodes[n].up;
-        double end = r.start_time + assumed_limit(r.time_limit, cfg.default_time_limit);
+        double end = r.predicted_end >= 0 ? r.predicted_end
+                                          : r.start_time + assumed_limit(r.time_limit, cfg.default_time_limit);
         if (k == 0 || !(end < kInf)) continue;
         running.push_back({std::max(end, snap.now), k});
         reach += k;
@@ -130,20 +170,23 @@ Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
       bool head = false;
       double shadow = 0;
       int64_t extra = 0;
-      for (const auto& j : snap.waiting) {
+      for (int i = 0; i < W; ++i) {
+        const auto& j = snap.waiting[i];
         if (never(j)) { hold(j, "Resources"); continue; }
-        int s = start_size(j, avail());
+        int s = size(j, pool.avail());
         double lim = j.time_limit;
         if (!head) {
+          const int need = need_of(j, rule, up);
           if (s) {
             start(j, s);
             double end = snap.now + assumed_limit(lim, cfg.default_time_limit);
             if (end < kInf) { pass.push_back({end, s}); reach += s; }
-          } else if (min_size(j) <= avail() + reach) {
+          } else if (need <= pool.avail() + reach) {
             std::stable_sort(pass.begin(), pass.end(),
                              [](const Release& a, const Release& b) { return a.t < b.t; });
-            std::tie(shadow, extra) = reserve(min_size(j), avail(), snap.now, running, pass);
+            std::tie(shadow, extra) = reserve(need, pool.avail(), snap.now, running, pass);
             head = true;
+            head_index = i;
             hold(j, "Resources");
           } else {
             hold(j, "Resources");  // unreachable by known ends: no reservation
@@ -151,13 +194,26 @@ Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
           continue;
         }
         if (s && lim >= 0 && snap.now + lim <= shadow) { start(j, s); continue; }
-        if (s) s = start_size(j, static_cast<int>(std::min<int64_t>(avail(), extra)));
+        if (s) s = size(j, static_cast<int>(std::min<int64_t>(pool.avail(), extra)));
         if (s) { start(j, s); extra -= s; continue; }
         hold(j, "Priority");
       }
       break;
     }
   }
+  return head_index;
+}
+
+}  // namespace detail
+
+Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
+  if (is_malleable_policy(cfg.policy)) return detail::decide_malleable(snap, cfg);
+  Decision d;
+  detail::Pool pool(snap);
+  detail::Queue q = cfg.policy == Policy::fcfs       ? detail::Queue::fcfs
+                    : cfg.policy == Policy::backfill ? detail::Queue::backfill
+                                                     : detail::Queue::easy;
+  detail::start_phase(snap, cfg, q, detail::SizeRule::fit, pool, d);
   return d;
 }
 

@@ -17,10 +17,14 @@ TEST_CASE("constraint and policy names round-trip") {
   CHECK_FALSE(parse_constraint("").has_value());
   CHECK_FALSE(parse_constraint("Even").has_value());
   CHECK_FALSE(parse_constraint("power-of-two").has_value());
-  for (Policy p : {Policy::fcfs, Policy::backfill, Policy::easy})
+  for (Policy p : {Policy::fcfs, Policy::backfill, Policy::easy, Policy::fpsma, Policy::egs, Policy::minagree,
+                   Policy::perf})
     CHECK(parse_policy(to_string(p)) == p);
   CHECK(to_string(Policy::easy) == "easy");
-  CHECK_FALSE(parse_policy("minagree").has_value());
+  CHECK(to_string(Policy::minagree) == "minagree");
+  CHECK(is_malleable_policy(Policy::perf));
+  CHECK_FALSE(is_malleable_policy(Policy::easy));
+  CHECK_FALSE(parse_policy("min-agree").has_value());
   CHECK_FALSE(parse_policy("EASY").has_value());
 }
 

@@ -10,6 +10,14 @@
 
 namespace dynres {
 
+/// One expand or shrink carried out on a running malleable job.
+struct ResizeRecord {
+  int64_t job_id = 0;
+  double time = 0;     ///< seconds, same clock as the job records
+  bool expand = true;  ///< false: shrink
+  int from = 0, to = 0;  ///< node counts before and after
+};
+
 struct Metrics {
   int jobs = 0;                ///< jobs considered (all in the records)
   int finished = 0;            ///< jobs in a final state that ran
@@ -19,16 +27,25 @@ struct Metrics {
   double avg_response = 0;     ///< mean(end − submit) over finished jobs, s
   double avg_bounded_slowdown = 0;  ///< mean(max(1, (end−submit)/max(end−start, τ))), finished jobs
   double tau = 10;             ///< bounded-slowdown threshold τ, s
+  int expands = 0;             ///< expand orders carried out (all jobs)
+  int shrinks = 0;             ///< shrink orders carried out (all jobs)
+  int resized_jobs = 0;        ///< jobs with at least one expand or shrink
   std::map<std::string, int> by_state;
 };
 
 /// Compute metrics for `jobs` on a cluster of `nodes` nodes using the
 /// allocation history (node-seconds inside [first submit, last end]).
-/// With no finished job every time metric is 0.
+/// With no finished job every time metric is 0. `resizes` (expand/shrink
+/// records) gives the resize counts.
 Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<AllocationRecord>& allocs,
-                        int nodes, double tau = 10.0);
+                        int nodes, double tau = 10.0, const std::vector<ResizeRecord>& resizes = {});
 
 nlohmann::json to_json(const Metrics& m);
+
+/// The expand/shrink events of a state file (events of kind "expand" or
+/// "shrink" whose detail starts "from=N to=M"), oldest first. Events whose
+/// detail does not parse are skipped.
+std::vector<ResizeRecord> resize_events(State& st);
 
 /// Multiply every time of the records by factor (relative to the first
 /// submission), to report a time-scaled run in unscaled seconds.

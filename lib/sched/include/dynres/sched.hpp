@@ -55,10 +55,26 @@ struct RunningJob {
   int64_t id = 0;
   JobKind kind = JobKind::rigid;
   std::vector<int> nodes;  ///< node indices held (into Snapshot::nodes)
+  int req_nodes = 1;       ///< --nodes at submission (perf starts malleable jobs there)
   int min_nodes = 1, max_nodes = 1;
   Constraint constraint = Constraint::none;
   double start_time = 0;
   double time_limit = -1;  ///< seconds; < 0 means unlimited
+  /// Malleable jobs only: the job currently accepts expand/shrink orders
+  /// (seed 002: registered MalleableHandler; a job in its shutdown phase
+  /// deregisters). A job that never registered is treated as rigid.
+  bool accepting = false;
+  /// This job has an order outstanding (seed 000 Algorithm 3 line 9).
+  bool adapting = false;
+  /// Predicted end at the current size, seconds on Snapshot::now's clock;
+  /// < 0: unknown, start_time + time_limit is used instead. The simulator
+  /// fills it from its runtime model (time limit scaled to the current size).
+  double predicted_end = -1;
+  /// Time of the last expand/shrink (same clock); < 0: never resized.
+  double last_resize = -1;
+  /// MPI-time / compute-time ratio (seed 000 §4.1 "MTCT"); < 0 until the job
+  /// reported one.
+  double mtct = -1;
 };
 
 struct Node {
@@ -71,6 +87,10 @@ struct Node {
 /// by submit time, then id); the policy must not reorder priorities.
 struct Snapshot {
   double now = 0;
+  /// Some job is adapting (an expand/shrink order is outstanding): no new
+  /// resize decision is taken in this pass (seed 000 Algorithm 3 lines 8-16,
+  /// IS_ADAPTING). Running jobs' `adapting` flags also set it implicitly.
+  bool adapting = false;
   std::vector<Node> nodes;
   std::vector<RunningJob> running;
   std::vector<WaitingJob> waiting;
@@ -95,18 +115,56 @@ struct Decision {
   std::vector<std::pair<int64_t, std::string>> holds;
 };
 
-enum class Policy { fcfs, backfill, easy };
-/// Parse "fcfs|backfill|easy" (exact, lower case). std::nullopt for anything
-/// else; never throws. Source: seed 002 §"Job scheduling algorithms".
+enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf };
+/// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf" (exact, lower case).
+/// std::nullopt for anything else; never throws. Source: seed 002
+/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3 (perf).
 std::optional<Policy> parse_policy(const std::string& s);
 /// Canonical name; the inverse of parse_policy.
 std::string to_string(Policy p);
+/// True for the policies that expand and shrink running malleable jobs
+/// (fpsma, egs, minagree, perf).
+bool is_malleable_policy(Policy p);
+
+/// Job management of fpsma and egs (seed 000 §4.2.1).
+///   prma — priority to running malleable applications: start what fits, then
+///          give every idle node to running malleable jobs; never shrink.
+///   pwma — priority to waiting applications: shrink running malleable jobs to
+///          start the highest-priority waiting job; grow only with the idle
+///          nodes left (also when the waiting job cannot be started).
+enum class Management { prma, pwma };
+/// How far one pass moves a job (fpsma): `one` admissible step up/down per
+/// pass, as the seed's worked examples (even 2 -> 4; odd 9 -> 7); `greedy`
+/// as many nodes as the idle nodes / the waiting job's need allow.
+enum class Step { one, greedy };
 
 struct PolicyConfig {
   Policy policy = Policy::easy;
   /// time limit assumed for jobs without one, when a policy needs one
   /// (EASY reservations); seconds
   double default_time_limit = 3600;
+  // ---- malleable policies (fpsma, egs, minagree, perf) --------------------
+  Management management = Management::pwma;  ///< fpsma, egs
+  Step step = Step::one;                      ///< fpsma
+  /// Jobs predicted to end within this many seconds are never resized
+  /// (Algorithm 2 line 9/28: "jobRemainingTime > 60.0").
+  double min_remaining = 60;
+  /// Seconds a job must run at its size before the next resize (thrashing guard).
+  double min_resize_interval = 30;
+  /// Grow running jobs with idle nodes while the highest-priority waiting job
+  /// is held (seed 000 §4.2.1 PWMA, Algorithm 3 line 23). false keeps idle
+  /// nodes for the held job.
+  bool grow_when_held = true;
+  /// Start phase of fpsma, egs and perf: false — strict priority order
+  /// (FCFS, as seed 000 Algorithms 2-3); true — EASY-backfilling around the
+  /// held head (a dynres option; minagree always uses EASY, seed 002).
+  bool backfill = false;
+  /// perf: jobs whose MTCT ratio is above this are never grown, and give up
+  /// nodes down to their minimum first when a waiting job needs them (seed
+  /// 000 §4.2.2.2 last paragraph: the "predetermined threshold"); a job below
+  /// it is grown at most to the size where its ratio would reach it (MTCT
+  /// grows about linearly with the node count: n * threshold / MTCT).
+  double mtct_threshold = 4.0;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
@@ -140,6 +198,37 @@ struct PolicyConfig {
 ///   - holds: one per waiting job not started, in queue order: fcfs — the
 ///     blocking job "Resources", jobs after it "Priority"; backfill —
 ///     "Resources"; easy — the head "Resources", later jobs "Priority".
+///
+/// The malleable policies (is_malleable_policy()) also expand and shrink
+/// running jobs with kind == malleable && accepting. The carry-out order is
+/// shrinks, then expands, then starts: a start may use nodes that a shrink of
+/// the same decision releases; expansions use idle nodes only. Common rules:
+///   - resizable: malleable, accepting, not adapting, predicted remaining time
+///     (predicted_end, else start_time + time_limit) > min_remaining, and
+///     now - last_resize >= min_resize_interval (or never resized);
+///     no resize at all while Snapshot::adapting or any job is adapting;
+///   - sizes stay in [min_nodes, max_nodes] and admissible for the constraint
+///     (the next admissible size up or down); a job appears at most once in
+///     shrinks + expands; a shrink releases the job's highest-index nodes;
+///   - shrinks happen only to start the highest-priority held job and only
+///     when its whole need is gathered, in the same decision.
+///   fpsma    — seed 000 Algorithm 2. Start in priority order (FCFS), malleable
+///              jobs at --nodes. pwma: FPSMA_SHRINK (latest start first) for the
+///              held head, then FPSMA_GROW (earliest start first) with idle
+///              nodes; prma: FPSMA_GROW only. `step` = one or greedy.
+///   egs      — seed 000 §4.2.2.2 equi-grow/equi-shrink: the head's need is
+///              taken equally from resizable jobs; idle nodes split equally,
+///              remainder by start time. Constraints honoured.
+///   minagree — seed 002 "Malleable-Algorithm": EASY-backfilling with
+///              malleable jobs started at their minimum; shrink the jobs with
+///              most nodes to start the head; idle nodes to the jobs with fewest.
+///   perf     — seed 000 Algorithm 3: start in priority order (malleable at
+///              --nodes); for a held head shrink in decreasing MTCT order (by
+///              what is needed; jobs above mtct_threshold down to their
+///              minimum), then grow in increasing MTCT order (jobs above the
+///              threshold never), each as far as the idle nodes and the
+///              threshold cap (see mtct_threshold) allow. Jobs
+///              without an MTCT come after those with one in both orders.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
 /// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
 /// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /
@@ -158,5 +247,10 @@ int min_size(const WaitingJob& j);
 /// min(max_nodes, free)) ("start with as many nodes as fit", seed 002
 /// FCFS moldable extension).
 int start_size(const WaitingJob& j, int free);
+/// Size a malleable policy starts a job with (seed 000 §4.2.3: "malleable
+/// jobs are started with nodes requested in --nodes"): rigid — req_nodes;
+/// moldable/malleable — the largest admissible size <= req_nodes in
+/// [min_nodes, max_nodes], else the smallest admissible one; 0 if none.
+int requested_size(const WaitingJob& j);
 
 }  // namespace dynres::sched

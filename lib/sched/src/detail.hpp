@@ -1,0 +1,48 @@
+// Internals shared by the rigid passes (policy.cpp) and the malleable
+// policies (malleable.cpp). Not installed; no I/O.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dynres/sched.hpp"
+
+namespace dynres::sched::detail {
+
+/// Queue discipline of a start phase (seed 002 FCFS / Backfilling / EASY).
+enum class Queue { fcfs, backfill, easy };
+
+/// Size malleable jobs start with: `fit` as many as fit (moldable extension),
+/// `minimum` their smallest admissible size (minagree), `requested` their
+/// --nodes (fpsma, egs, perf). Rigid and moldable jobs always use `fit`'s
+/// rule (rigid: exactly req_nodes).
+enum class SizeRule { fit, minimum, requested };
+
+/// Idle, up nodes in ascending index order; free[next..] are unallocated.
+struct Pool {
+  std::vector<int> free;
+  size_t next = 0;
+  int up = 0;  ///< up nodes in the cluster
+  explicit Pool(const Snapshot& s);
+  int avail() const { return static_cast<int>(free.size() - next); }
+  /// Take the k lowest unallocated nodes (k <= avail()).
+  std::vector<int> take(int k);
+};
+
+/// Nodes job j needs at least under `rule` (0: never startable).
+int need_of(const WaitingJob& j, SizeRule rule, int up);
+/// Size j starts with when `free` nodes are available under `rule`, 0 if it
+/// does not fit now.
+int size_of(const WaitingJob& j, SizeRule rule, int up, int free);
+
+/// One start phase over snap.waiting: appends starts (in queue order) and
+/// holds (one per job not started). Returns the index in snap.waiting of the
+/// highest-priority held job that could start some day (the head: fcfs — the
+/// blocking job; easy — the reservation holder; backfill — the first held
+/// job), or -1 when there is none.
+int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule rule, Pool& pool,
+                Decision& d);
+
+/// The malleable policies (fpsma, egs, minagree, perf); malleable.cpp.
+Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg);
+
+}  // namespace dynres::sched::detail

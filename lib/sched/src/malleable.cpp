@@ -1,0 +1,343 @@
+// The malleable policies: FPSMA (seed 000 Algorithm 2), equi-grow/shrink
+// (§4.2.2.2), minAgree (seed 002 "Malleable-Algorithm") and performance-aware
+// scheduling (Algorithm 3). One pure pass over a snapshot; semantics are
+// documented at decide() in dynres/sched.hpp.
+//
+// Shape of a pass: a start phase (FCFS, or EASY for minagree), then while the
+// highest-priority held job can be started by shrinking resizable jobs (its
+// whole need gathered), shrink and start it; then grow resizable jobs with
+// the idle nodes left. Sizes are planned as targets first; nodes are picked
+// when a plan is accepted, so an abandoned plan changes nothing.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "detail.hpp"
+#include "dynres/sched.hpp"
+
+namespace dynres::sched::detail {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// A resizable running job during one pass.
+struct MJob {
+  const RunningJob* r = nullptr;
+  int target = 0;              ///< planned size
+  int cur = 0;                 ///< size at the start of the pass
+  std::vector<int> held;       ///< nodes still held, ascending
+  std::vector<int> released;   ///< nodes given up by shrinks of this pass
+  bool shrunk = false;
+};
+
+// ---- admissible steps (constraint, [min, max]) ---------------------------
+int step_up(const RunningJob& r, int t, int avail) {  // next admissible size up
+  return smallest_admissible(r.constraint, t + 1, static_cast<int>(std::min<int64_t>(r.max_nodes, int64_t{t} + avail)));
+}
+int greedy_up(const RunningJob& r, int t, int avail) {  // as far as avail allows
+  return largest_admissible(r.constraint, t + 1, static_cast<int>(std::min<int64_t>(r.max_nodes, int64_t{t} + avail)));
+}
+int step_down(const RunningJob& r, int t) {  // next admissible size down
+  return largest_admissible(r.constraint, r.min_nodes, t - 1);
+}
+int lowest(const RunningJob& r, int t) {  // smallest admissible size below t
+  return smallest_admissible(r.constraint, r.min_nodes, t - 1);
+}
+/// Give up at least `need` nodes if possible (largest admissible <= t-need),
+/// else as many as possible (the smallest admissible size); 0 if none.
+/// Algorithm 3's example: even, 10 nodes, 8 needed -> 2.
+int down_by_need(const RunningJob& r, int t, int need) {
+  if (int s = largest_admissible(r.constraint, r.min_nodes, t - need)) return s;
+  return lowest(r, t);
+}
+
+double remaining(const RunningJob& r, double now) {
+  if (r.predicted_end >= 0) return r.predicted_end - now;
+  if (r.time_limit < 0) return kInf;
+  return r.start_time + r.time_limit - now;
+}
+
+bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg) {
+  if (r.kind != JobKind::malleable || !r.accepting || r.adapting) return false;
+  if (!(remaining(r, s.now) > cfg.min_remaining)) return false;
+  if (r.last_resize >= 0 && s.now - r.last_resize < cfg.min_resize_interval) return false;
+  for (int n : r.nodes)  // a job on a lost node is left to failure handling
+    if (n < 0 || n >= static_cast<int>(s.nodes.size()) || !s.nodes[n].up || s.nodes[n].job != r.id) return false;
+  return !r.nodes.empty();
+}
+
+bool earlier(const MJob* a, const MJob* b) {
+  if (a->r->start_time != b->r->start_time) return a->r->start_time < b->r->start_time;
+  return a->r->id < b->r->id;
+}
+
+/// A shrink plan: new targets for some jobs; `gathered` nodes in total.
+struct Plan {
+  std::vector<std::pair<MJob*, int>> sizes;
+  int gathered = 0;
+  void set(MJob* j, int from, int to) {
+    sizes.emplace_back(j, to);
+    gathered += from - to;
+  }
+};
+
+/// Jobs that can still give nodes, in the policy's shrink order.
+std::vector<MJob*> shrink_candidates(std::vector<MJob>& jobs) {
+  std::vector<MJob*> v;
+  for (auto& j : jobs)
+    if (lowest(*j.r, j.target) > 0) v.push_back(&j);
+  return v;
+}
+
+// FPSMA_SHRINK (Algorithm 2 lines 19-38): latest start first, one admissible
+// step each (or by need with Step::greedy), until the need is covered.
+Plan plan_fpsma(std::vector<MJob>& jobs, int need, const PolicyConfig& cfg) {
+  Plan p;
+  auto c = shrink_candidates(jobs);
+  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return earlier(b, a); });
+  for (MJob* j : c) {
+    if (p.gathered >= need) break;
+    int to = cfg.step == Step::one ? step_down(*j->r, j->target) : down_by_need(*j->r, j->target, need - p.gathered);
+    if (to > 0) p.set(j, j->target, to);
+  }
+  return p;
+}
+
+// EQUI_SHRINK (§4.2.2.2): the need is taken equally from the resizable jobs;
+// a job that cannot give its share (minimum, constraint) gives what it can and
+// the rest is spread over the others in the next round.
+Plan plan_egs(std::vector<MJob>& jobs, int need) {
+  Plan p;
+  auto c = shrink_candidates(jobs);
+  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return earlier(b, a); });
+  std::unordered_map<MJob*, int> t;
+  for (MJob* j : c) t[j] = j->target;
+  while (p.gathered < need && !c.empty()) {
+    int left = need - p.gathered;
+    int share = (left + static_cast<int>(c.size()) - 1) / static_cast<int>(c.size());
+    std::vector<MJob*> next;
+    for (MJob* j : c) {
+      if (p.gathered >= need) break;
+      int give = std::min(share, need - p.gathered);
+      int to = largest_admissible(j->r->constraint, j->r->min_nodes, t[j] - give);
+      if (to == 0) to = step_down(*j->r, t[j]);
+      if (to <= 0) continue;
+      p.gathered += t[j] - to;
+      t[j] = to;
+      if (lowest(*j->r, to) > 0) next.push_back(j);
+    }
+    c.swap(next);
+  }
+  for (auto& [j, to] : t)
+    if (to != j->target) p.sizes.emplace_back(j, to);
+  return p;
+}
+
+// minAgree step 2 (seed 002): the jobs with the most nodes give one
+// admissible step at a time until the need is covered.
+Plan plan_minagree(std::vector<MJob>& jobs, int need) {
+  Plan p;
+  auto bigger = [](const std::pair<int, MJob*>& a, const std::pair<int, MJob*>& b) {
+    if (a.first != b.first) return a.first < b.first;  // max-heap on size
+    return earlier(a.second, b.second);                 // ties: latest start first
+  };
+  std::priority_queue<std::pair<int, MJob*>, std::vector<std::pair<int, MJob*>>, decltype(bigger)> q(bigger);
+  for (MJob* j : shrink_candidates(jobs)) q.push({j->target, j});
+  std::unordered_map<MJob*, int> t;
+  while (p.gathered < need && !q.empty()) {
+    auto [size, j] = q.top();
+    q.pop();
+    int to = step_down(*j->r, size);
+    if (to <= 0) continue;
+    p.gathered += size - to;
+    t[j] = to;
+    if (lowest(*j->r, to) > 0) q.push({to, j});
+  }
+  for (auto& [j, to] : t) p.sizes.emplace_back(j, to);
+  return p;
+}
+
+/// MTCT order key: jobs that reported a ratio first, by ratio; then the rest
+/// by start time.
+bool mtct_before(const MJob* a, const MJob* b, bool descending) {
+  bool ka = a->r->mtct >= 0, kb = b->r->mtct >= 0;
+  if (ka != kb) return ka;
+  if (ka && a->r->mtct != b->r->mtct) return descending ? a->r->mtct > b->r->mtct : a->r->mtct < b->r->mtct;
+  return earlier(a, b);
+}
+
+// Algorithm 3 line 17: decreasing MTCT; each gives what is still needed (the
+// next admissible size down), jobs above the threshold down to their minimum.
+Plan plan_perf(std::vector<MJob>& jobs, int need, const PolicyConfig& cfg) {
+  Plan p;
+  auto c = shrink_candidates(jobs);
+  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return mtct_before(a, b, true); });
+  for (MJob* j : c) {
+    if (p.gathered >= need) break;
+    int to = j->r->mtct > cfg.mtct_threshold ? lowest(*j->r, j->target)
+                                              : down_by_need(*j->r, j->target, need - p.gathered);
+    if (to > 0) p.set(j, j->target, to);
+  }
+  return p;
+}
+
+// ---- growth with the idle nodes left --------------------------------------
+void grow(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
+  std::vector<MJob*> c;
+  for (auto& j : jobs)
+    if (!j.shrunk && j.target < j.r->max_nodes) c.push_back(&j);
+  switch (cfg.policy) {
+    case Policy::fpsma: {  // FPSMA_GROW (Algorithm 2 lines 1-18): earliest start first
+      std::sort(c.begin(), c.end(), earlier);
+      for (MJob* j : c) {
+        if (avail <= 0) break;
+        int to = cfg.step == Step::one ? step_up(*j->r, j->target, avail) : greedy_up(*j->r, j->target, avail);
+        if (to > 0) avail -= to - j->target, j->target = to;
+      }
+      break;
+    }
+    case Policy::egs: {  // EQUI_GROW: equal shares, remainder by start time
+      std::sort(c.begin(), c.end(), earlier);
+      std::erase_if(c, [&](MJob* j) { return step_up(*j->r, j->target, avail) == 0; });
+      if (c.empty()) break;
+      const int k = static_cast<int>(c.size()), share = avail / k, rem = avail % k;
+      for (int i = 0; i < k; ++i) {
+        MJob* j = c[i];
+        int to = largest_admissible(j->r->constraint, j->target + 1,
+                                    std::min(j->r->max_nodes, j->target + share + (i < rem)));
+        if (to > 0) avail -= to - j->target, j->target = to;
+      }
+      for (MJob* j : c) {  // what constraints left over, by start time
+        if (avail <= 0) break;
+        if (int to = greedy_up(*j->r, j->target, avail)) avail -= to - j->target, j->target = to;
+      }
+      break;
+    }
+    case Policy::minagree: {  // step 3: fewest nodes first, one step at a time
+      auto smaller = [](const std::pair<int, MJob*>& a, const std::pair<int, MJob*>& b) {
+        if (a.first != b.first) return a.first > b.first;  // min-heap on size
+        return earlier(b.second, a.second);                 // ties: earliest start first
+      };
+      std::priority_queue<std::pair<int, MJob*>, std::vector<std::pair<int, MJob*>>, decltype(smaller)> q(smaller);
+      for (MJob* j : c) q.push({j->target, j});
+      while (avail > 0 && !q.empty()) {
+        auto [size, j] = q.top();
+        q.pop();
+        int to = step_up(*j->r, size, avail);
+        if (to <= 0) continue;
+        avail -= to - size;
+        j->target = to;
+        q.push({to, j});
+      }
+      break;
+    }
+    case Policy::perf: {  // Algorithm 3 line 24: increasing MTCT, threshold excluded
+      std::erase_if(c, [&](MJob* j) { return j->r->mtct > cfg.mtct_threshold; });
+      std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return mtct_before(a, b, false); });
+      for (MJob* j : c) {
+        if (avail <= 0) break;
+        // MTCT grows about linearly with the size (sim.hpp mtct_of): grow at
+        // most to the size where the ratio would reach the threshold.
+        int cap = avail;
+        if (j->r->mtct > 0) {
+          double n_thr = cfg.mtct_threshold * j->target / j->r->mtct;
+          cap = static_cast<int>(std::clamp(std::floor(n_thr) - j->target, 0.0, static_cast<double>(avail)));
+        }
+        if (int to = greedy_up(*j->r, j->target, cap)) avail -= to - j->target, j->target = to;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
+  Decision d;
+  Pool pool(snap);
+  const bool minagree = cfg.policy == Policy::minagree;
+  const SizeRule rule = minagree ? SizeRule::minimum : SizeRule::requested;
+  int head = start_phase(snap, cfg, minagree || cfg.backfill ? Queue::easy : Queue::fcfs, rule, pool, d);
+
+  bool adapting = snap.adapting;
+  for (const auto& r : snap.running) adapting = adapting || r.adapting;
+  if (adapting) return d;  // Algorithm 3 line 16: no decision while one is pending
+
+  std::vector<MJob> jobs;
+  for (const auto& r : snap.running) {
+    if (!resizable(r, snap, cfg)) continue;
+    MJob j;
+    j.r = &r;
+    j.cur = j.target = static_cast<int>(r.nodes.size());
+    j.held = r.nodes;
+    std::sort(j.held.begin(), j.held.end());
+    jobs.push_back(std::move(j));
+  }
+  if (jobs.empty()) return d;
+
+  const bool prma = (cfg.policy == Policy::fpsma || cfg.policy == Policy::egs) && cfg.management == Management::prma;
+  const int W = static_cast<int>(snap.waiting.size());
+  std::unordered_map<int64_t, int> queue_pos;
+  for (int i = 0; i < W; ++i) queue_pos[snap.waiting[i].id] = i;
+  std::unordered_map<int64_t, bool> started;
+  for (const auto& s : d.starts) started[s.job] = true;
+
+  // Shrink to start held jobs in priority order, each only when its whole
+  // need is gathered (Algorithm 2 lines 35-37, Algorithm 3 lines 18-21).
+  bool held = head >= 0;
+  for (int hi = head; !prma && hi >= 0 && hi < W; ++hi) {
+    const WaitingJob& h = snap.waiting[hi];
+    if (started.count(h.id)) continue;
+    const int need = need_of(h, rule, pool.up);
+    if (need == 0 || need > pool.up) continue;  // can never start: held "Resources"
+    if (!size_of(h, rule, pool.up, pool.avail())) {
+      const int missing = need - pool.avail();
+      Plan p = cfg.policy == Policy::fpsma ? plan_fpsma(jobs, missing, cfg)
+               : cfg.policy == Policy::egs ? plan_egs(jobs, missing)
+               : minagree                  ? plan_minagree(jobs, missing)
+                                           : plan_perf(jobs, missing, cfg);
+      if (p.gathered < missing) break;  // no shrink at all for this job
+      std::vector<int> freed(pool.free.begin() + pool.next, pool.free.end());
+      for (auto& [j, to] : p.sizes) {
+        for (int k = j->target - to; k > 0; --k) {
+          freed.push_back(j->held.back());
+          j->released.push_back(j->held.back());
+          j->held.pop_back();
+        }
+        j->target = to;
+        j->shrunk = true;
+      }
+      std::sort(freed.begin(), freed.end());
+      pool.free = std::move(freed);
+      pool.next = 0;
+    }
+    const int k = size_of(h, rule, pool.up, pool.avail());
+    if (k == 0) break;  // cannot happen: the plan covered the need
+    Start st{h.id, pool.take(k)};
+    auto at = std::find_if(d.starts.begin(), d.starts.end(),
+                           [&](const Start& s) { return queue_pos[s.job] > hi; });
+    d.starts.insert(at, std::move(st));
+    started[h.id] = true;
+    std::erase_if(d.holds, [&](const auto& x) { return x.first == h.id; });
+    held = false;
+    for (int k2 = hi + 1; k2 < W && !held; ++k2) held = !started.count(snap.waiting[k2].id);
+  }
+
+  if (!held || cfg.grow_when_held || prma) grow(jobs, pool.avail(), cfg);
+
+  for (auto& j : jobs) {
+    if (!j.released.empty()) {
+      std::sort(j.released.begin(), j.released.end());
+      d.shrinks.push_back({j.r->id, std::move(j.released)});
+    } else if (j.target > j.cur) {
+      d.expands.push_back({j.r->id, pool.take(j.target - j.cur)});
+    }
+  }
+  return d;
+}
+
+}  // namespace dynres::sched::detail

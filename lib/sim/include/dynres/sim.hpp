@@ -1,0 +1,158 @@
+// mjsim's discrete-event simulator (DESIGN.md "sim"; seed 000 Ch. 9): replays
+// a workload through the very same sched::decide() the live daemon runs, in
+// simulated time, and reports the very same metrics (lib/metrics).
+//
+// Units: seconds (simulated), whole nodes, node-seconds of work. Jobs carry
+// work, not a fixed runtime: a job's progress rate at n nodes follows its
+// runtime model, so a resize changes its remaining time (seed 002 §"Malleable
+// Runtime Performance" for the resize costs).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dynres/metrics.hpp"
+#include "dynres/sched.hpp"
+
+namespace dynres::sim {
+
+/// Speedup model of a job. Amdahl (default): time factor at n nodes relative
+/// to one node f(n) = s + (1-s)/n. Downey (1997), average parallelism
+/// A = 1/s, variance sigma: f(n) = 1/S(n) with Downey's S(n; A, sigma).
+enum class Model { amdahl, downey };
+
+/// Time factor f(n) (time at n nodes / time at 1 node) of a job whose serial
+/// (non-scaling) fraction is s; f(1) = 1, f is non-increasing in n.
+/// s in [0, 1]; sigma >= 0 (Downey only). n >= 1.
+double time_factor(Model m, double s, int n, double sigma = 1.0);
+
+/// MTCT ratio (seed 000 §4.1: time in MPI / time computing) the model
+/// reports for serial fraction s at n nodes: the non-scaling part is counted
+/// as MPI time, so MTCT(n) = s*n / (1-s) (grows with n; s = 1 gives 1e9).
+/// Conversely a phase with ratio r at n nodes has s = r / (n + r).
+double mtct_of(double s, int n);
+
+/// One phase of a job's MTCT profile: until `until` (fraction of the job's
+/// work, increasing, the last one 1) its serial fraction is `serial`.
+/// Models an AMR code whose communication share changes with refinement
+/// (seed 000 §9.1: the tsunami code).
+struct Phase {
+  double until = 1;
+  double serial = 0.05;
+};
+
+/// A job to simulate.
+struct SimJob {
+  int64_t id = 0;
+  std::string name;
+  double submit = 0;           ///< seconds since the workload's start
+  sched::JobKind kind = sched::JobKind::rigid;
+  int req_nodes = 1;           ///< --nodes; the size `runtime` refers to
+  int min_nodes = 1, max_nodes = 1;
+  sched::Constraint constraint = sched::Constraint::none;
+  double runtime = 0;          ///< seconds at req_nodes (phases included)
+  double time_limit = -1;      ///< the user's estimate, seconds; < 0 unlimited
+  int limit_nodes = 1;         ///< the size time_limit refers to
+  double serial = 0.05;        ///< nominal serial fraction (the scheduler's view)
+  std::vector<Phase> phases;   ///< empty: one phase with `serial`
+};
+
+/// Simulator options.
+struct SimOptions {
+  int nodes = 1;                        ///< cluster size
+  sched::PolicyConfig policy;           ///< policy and its parameters
+  Model model = Model::amdahl;
+  double downey_sigma = 1.0;
+  double grow_cost = 14.55;             ///< seconds without progress per expand (seed 002)
+  double shrink_cost = 7.41;            ///< seconds without progress per shrink (seed 002)
+  double tick = 0;                      ///< extra passes every `tick` s while jobs wait or run (0: events only)
+  double tau = 10;                      ///< bounded-slowdown threshold, seconds
+  bool keep_nodelists = false;          ///< fill AllocationRecord::nodelist (Gantt charts)
+  /// Called about every 2 % of the jobs finished (progress of long runs).
+  std::function<void(size_t done, size_t total, double now)> progress;
+};
+
+/// What a run produced; times in simulated seconds, t = 0 at the workload start.
+struct SimResult {
+  std::vector<JobRecord> jobs;            ///< one per job, final states
+  std::vector<AllocationRecord> allocs;   ///< one per job and size (a resize opens a new one)
+  std::vector<ResizeRecord> resizes;      ///< every expand/shrink carried out
+  Metrics metrics;                        ///< compute_metrics() over the above
+  double work = 0;                        ///< node-seconds held by jobs in total
+  size_t passes = 0;                      ///< scheduling passes run
+  size_t never_started = 0;               ///< jobs still waiting when nothing else could happen
+  /// Makespan lower bound: max(node-seconds of all jobs at their smallest
+  /// admissible size / nodes, max over jobs of submit + shortest run (largest
+  /// admissible size)), seconds; resize costs excluded.
+  double lower_bound = 0;
+};
+
+/// Run the workload. Deterministic: same jobs and options give the same
+/// result. At one instant job ends are handled before arrivals, then one
+/// scheduling pass. Jobs are never killed at their time limit: a job that
+/// overruns its estimate is predicted to end now. Throws std::invalid_argument
+/// for nodes < 1, a job with no admissible size, negative submit or runtime,
+/// or duplicate ids.
+SimResult simulate(std::vector<SimJob> jobs, const SimOptions& opts);
+
+// ---- workloads --------------------------------------------------------------
+
+/// Result of reading a Standard Workload Format trace.
+struct SwfTrace {
+  std::vector<SimJob> jobs;
+  int max_nodes = 0;       ///< from "; MaxNodes:" (or MaxProcs / procs per node), 0 if absent
+  size_t dropped_too_large = 0;  ///< jobs needing more nodes than the machine
+  size_t dropped_invalid = 0;    ///< jobs without a run time or processor count
+};
+
+/// Read an SWF trace (Feitelson's Parallel Workloads Archive format): field 1
+/// id, 2 submit, 4 run time, 5 allocated processors (else 8 requested), 9
+/// requested time. Nodes = ceil(processors / procs_per_node). Estimate: the
+/// requested time, raised to the run time where the job ran past it; the run
+/// time where none is requested. Jobs run rigid for their recorded run time.
+/// nodes > 0 is the machine size (else the header's); larger jobs are
+/// dropped and counted. Throws std::runtime_error "FILE:LINE: ..." for a
+/// line that does not parse, or when the file cannot be read.
+SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
+
+/// The ESP benchmark (seed 000 Table 9.1) on `nodes` nodes with a share of
+/// malleable jobs (chosen independently of the submission order, Z never):
+/// malleable jobs keep the type's size as --nodes and range over the lowest
+/// to highest admissible size (unconstrained 1..32, seed 000 §9.1). Each job
+/// gets a nominal serial fraction, log-uniform in [0.005, 0.1], and a
+/// four-phase MTCT profile (serial x 0.5 .. 2); its runtime at --nodes is the
+/// table's. Time limit: 1.2 x the runtime at the smallest size.
+std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed);
+
+/// One job batch of seed 002 (Table 2): 25 jobs drawn with the table's
+/// relative probabilities, the first five at t = 0, the rest uniform in
+/// [0, 600) s; `malleable_fraction` of them (round(25 f), the same nested
+/// subset for every share) malleable over the table's range. Runtimes follow
+/// a per-program Amdahl model calibrated so that a batch averages 8
+/// node-hours at the rigid sizes (batch_row_model()). Limit 1.2 x runtime
+/// (malleable: at the smallest size).
+std::vector<SimJob> batch_jobs(uint64_t seed, double malleable_fraction);
+
+/// One row of seed 002 Table 2 with dynres's runtime model.
+struct BatchRow {
+  std::string program;   ///< e.g. "UTS d=18"
+  int rigid_nodes;
+  double probability;    ///< relative
+  int lo, hi;            ///< malleable range
+  double work;           ///< relative one-node work of the program configuration
+  double serial;         ///< Amdahl serial fraction of the program
+};
+const std::vector<BatchRow>& batch_table();
+/// Seconds of one unit of `work` at one node (the calibration constant).
+double batch_work_unit();
+
+/// Write one CSV row per job (id,name,kind,submit,start,end,wait,response,
+/// nodes_start,nodes_end,min,max,expands,shrinks) to `path`; throws
+/// std::runtime_error when it cannot be written.
+void write_jobs_csv(const std::string& path, const SimResult& r);
+
+/// JSON of a run: metrics (lib/metrics to_json), work, passes, resizes.
+nlohmann::json to_json(const SimResult& r);
+
+}  // namespace dynres::sim

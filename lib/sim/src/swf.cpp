@@ -1,0 +1,88 @@
+// Standard Workload Format traces (Chapin et al., "Benchmarks and standards
+// for the evaluation of parallel job schedulers", JSSPP 1999; the Parallel
+// Workloads Archive's 18-field format). Rules in sim.hpp read_swf().
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "dynres/sim.hpp"
+
+namespace dynres::sim {
+
+namespace {
+/// Parse a whole decimal number (SWF fields are integers; -1 means unknown).
+bool parse_num(const std::string& s, double& v) {
+  errno = 0;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return errno == 0 && end && *end == 0 && std::isfinite(v);
+}
+}  // namespace
+
+SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
+  if (ppn < 1) throw std::invalid_argument("procs per node must be >= 1");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the trace");
+  SwfTrace tr;
+  int header_nodes = 0, header_procs = 0;
+  std::string line;
+  size_t lineno = 0;
+  std::vector<SimJob> all;
+  while (std::getline(in, line)) {
+    ++lineno;
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    if (line[b] == ';') {
+      int v = 0;
+      if (std::sscanf(line.c_str() + b, "; MaxNodes: %d", &v) == 1) header_nodes = v;
+      else if (std::sscanf(line.c_str() + b, "; MaxProcs: %d", &v) == 1) header_procs = v;
+      continue;
+    }
+    std::istringstream fs(line);
+    std::vector<double> f;
+    std::string tok;
+    while (fs >> tok) {
+      double v;
+      if (!parse_num(tok, v))
+        throw std::runtime_error(path + ":" + std::to_string(lineno) + ": field " + std::to_string(f.size() + 1) +
+                                 " is not a number: '" + tok.substr(0, 40) + "'");
+      f.push_back(v);
+    }
+    if (f.size() < 9)
+      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": expected 18 fields (at least 9), found " +
+                               std::to_string(f.size()));
+    double id = f[0], submit = f[1], run = f[3], alloc = f[4], req_procs = f.size() > 7 ? f[7] : -1, req_time = f[8];
+    double procs = alloc > 0 ? alloc : req_procs;
+    if (!(id >= 0) || id > 9e15 || !(submit >= 0))
+      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": bad job id or submit time");
+    if (run < 0 || !(procs > 0) || procs > 1e9) {
+      ++tr.dropped_invalid;
+      continue;
+    }
+    SimJob j;
+    j.id = static_cast<int64_t>(id);
+    j.name = "swf-" + std::to_string(j.id);
+    j.submit = submit;
+    j.req_nodes = j.min_nodes = j.max_nodes = j.limit_nodes =
+        static_cast<int>((static_cast<int64_t>(procs) + ppn - 1) / ppn);
+    j.runtime = run;
+    j.time_limit = req_time > 0 ? std::max(req_time, run) : run;
+    all.push_back(std::move(j));
+  }
+  if (in.bad()) throw std::runtime_error(path + ": read error");
+  tr.max_nodes = header_nodes > 0 ? header_nodes : header_procs > 0 ? header_procs / ppn : 0;
+  const int machine = nodes > 0 ? nodes : tr.max_nodes;
+  for (auto& j : all) {
+    if (machine > 0 && j.req_nodes > machine) {
+      ++tr.dropped_too_large;
+      continue;
+    }
+    tr.jobs.push_back(std::move(j));
+  }
+  return tr;
+}
+
+}  // namespace dynres::sim
