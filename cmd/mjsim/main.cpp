@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
                "mjsim"};
   std::string workload, policy = "easy", config, csv, gantt, model = "amdahl";
   int nodes = 0, ppn = 1;
-  double fraction = 0;
+  double fraction = 0, scale = 1;
+  size_t first = 0;
   uint64_t seed = 1;
   bool json = false, quiet = false, progress = false;
   dynres::sim::SimOptions o;
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches")->capture_default_str();
+  app.add_option("--time-scale", scale, "esp: multiply runtimes and the submission interval (as share/dynres/esp "
+                                       "--scale does; results are then in scaled seconds)")
+      ->check(CLI::Range(1e-6, 1e6));
+  app.add_option("--jobs", first, "simulate only the first N jobs in submission order");
   app.add_option("--procs-per-node", ppn, "SWF: processors per node")->check(CLI::Range(1, 1000000));
   app.add_option("--config", config, "dynres.yaml with scheduler.malleable parameters (dynres.yaml(5))");
   app.add_option("--model", model, "runtime model of resized jobs: amdahl|downey")->capture_default_str();
@@ -61,7 +66,7 @@ int main(int argc, char** argv) {
     std::string note;
     if (workload == "esp") {
       o.nodes = nodes ? nodes : 34;
-      jobs = dynres::sim::esp_jobs(o.nodes, fraction, seed);
+      jobs = dynres::sim::esp_jobs(o.nodes, fraction, seed, scale);
     } else if (workload == "batches") {
       o.nodes = nodes ? nodes : 32;
       jobs = dynres::sim::batch_jobs(seed, fraction);
@@ -73,6 +78,13 @@ int main(int argc, char** argv) {
       jobs = std::move(tr.jobs);
       note = "dropped: " + std::to_string(tr.dropped_too_large) + " larger than the machine, " +
              std::to_string(tr.dropped_invalid) + " without run time or size";
+    }
+    if (scale != 1 && workload != "esp") throw std::runtime_error("--time-scale applies to the esp workload only");
+    if (first > 0 && first < jobs.size()) {
+      std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
+        return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
+      });
+      jobs.resize(first);
     }
     o.keep_nodelists = !gantt.empty();
     if ((progress || ::isatty(2)) && !quiet)

@@ -33,7 +33,7 @@ T get(const YAML::Node& n, const char* key, T def, const std::string& where, con
 void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.malleable";
   check_keys(m, w, {"management", "step", "min_remaining", "min_resize_interval", "grow_when_held", "mtct_threshold",
-                 "backfill"},
+                 "backfill", "start_at_minimum"},
              path);
   auto mg = get<std::string>(m, "management", pc.management == sched::Management::prma ? "prma" : "pwma", w, path);
   if (mg != "prma" && mg != "pwma") throw ConfigError(path + ": " + w + ".management must be prma or pwma");
@@ -47,6 +47,7 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   if (!(pc.min_resize_interval >= 0)) throw ConfigError(path + ": " + w + ".min_resize_interval must be >= 0 seconds");
   pc.grow_when_held = get<bool>(m, "grow_when_held", pc.grow_when_held, w, path);
   pc.backfill = get<bool>(m, "backfill", pc.backfill, w, path);
+  pc.start_at_minimum = get<bool>(m, "start_at_minimum", pc.start_at_minimum, w, path);
   pc.mtct_threshold = get<double>(m, "mtct_threshold", pc.mtct_threshold, w, path);
   if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
 }

@@ -233,19 +233,32 @@ void grow(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
       }
       break;
     }
-    case Policy::perf: {  // Algorithm 3 line 24: increasing MTCT, threshold excluded
-      std::erase_if(c, [&](MJob* j) { return j->r->mtct > cfg.mtct_threshold; });
-      std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return mtct_before(a, b, false); });
-      for (MJob* j : c) {
-        if (avail <= 0) break;
-        // MTCT grows about linearly with the size (sim.hpp mtct_of): grow at
-        // most to the size where the ratio would reach the threshold.
-        int cap = avail;
-        if (j->r->mtct > 0) {
-          double n_thr = cfg.mtct_threshold * j->target / j->r->mtct;
-          cap = static_cast<int>(std::clamp(std::floor(n_thr) - j->target, 0.0, static_cast<double>(avail)));
-        }
-        if (int to = greedy_up(*j->r, j->target, cap)) avail -= to - j->target, j->target = to;
+    case Policy::perf: {
+      // Algorithm 3 line 24: idle nodes are distributed in increasing MTCT
+      // order, one admissible step at a time to the job whose ratio is the
+      // lowest at its planned size (the ratio grows about linearly with the
+      // node count, sim.hpp mtct_of), never past the threshold. Jobs without
+      // a ratio come last, by start time.
+      auto ratio = [](const MJob* j) {
+        return j->r->mtct < 0 ? std::numeric_limits<double>::max() : j->r->mtct * j->target / j->cur;
+      };
+      auto worse = [&](const MJob* a, const MJob* b) {
+        double ra = ratio(a), rb = ratio(b);
+        if (ra != rb) return ra > rb;
+        return earlier(b, a);
+      };
+      std::priority_queue<MJob*, std::vector<MJob*>, decltype(worse)> q(worse);
+      for (MJob* j : c)
+        if (j->r->mtct <= cfg.mtct_threshold) q.push(j);
+      while (avail > 0 && !q.empty()) {
+        MJob* j = q.top();
+        q.pop();
+        int to = step_up(*j->r, j->target, avail);
+        if (to <= 0) continue;
+        if (j->r->mtct >= 0 && j->r->mtct * to / j->cur > cfg.mtct_threshold) continue;
+        avail -= to - j->target;
+        j->target = to;
+        q.push(j);
       }
       break;
     }
@@ -260,7 +273,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
   Decision d;
   Pool pool(snap);
   const bool minagree = cfg.policy == Policy::minagree;
-  const SizeRule rule = minagree ? SizeRule::minimum : SizeRule::requested;
+  const SizeRule rule = minagree || cfg.start_at_minimum ? SizeRule::minimum : SizeRule::requested;
   int head = start_phase(snap, cfg, minagree || cfg.backfill ? Queue::easy : Queue::fcfs, rule, pool, d);
 
   bool adapting = snap.adapting;

@@ -368,7 +368,15 @@ SimResult Engine::run() {
       changed = true;
       next_tick = t + o_.tick;
     }
-    if (changed) pass(t);
+    if (changed) {
+      // a malleable policy sees the jobs it just started (or resized) only in
+      // the next pass: run it at the same instant, as mjsched's next tick would
+      size_t before = r_.passes, started = done_ + snap_.running.size();
+      pass(t);
+      if (sched::is_malleable_policy(o_.policy.policy) && r_.passes > before &&
+          done_ + snap_.running.size() != started)
+        pass(t);
+    }
   }
 
   r_.never_started = snap_.waiting.size();

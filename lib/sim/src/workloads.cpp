@@ -22,10 +22,11 @@ std::vector<Phase> profile(double s, std::mt19937_64& g) {
 }
 }  // namespace
 
-std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed) {
+std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed, double scale) {
   workload::EspOptions o;
   o.nodes = nodes;
   o.seed = seed;
+  o.scale = scale;
   auto esp = workload::esp_workload(o);  // submission order of the live benchmark
   std::mt19937_64 g(seed ^ 0x6d616c6c6561626cULL);  // own stream: the order stays the live one
   std::vector<SimJob> out;

@@ -159,6 +159,10 @@ struct PolicyConfig {
   /// (FCFS, as seed 000 Algorithms 2-3); true — EASY-backfilling around the
   /// held head (a dynres option; minagree always uses EASY, seed 002).
   bool backfill = false;
+  /// Size fpsma, egs and perf start malleable jobs with: false — their
+  /// --nodes (seed 000 §4.2.3); true — their smallest admissible size, grown
+  /// later with idle nodes (seed 002 minAgree's rule; minagree always does).
+  bool start_at_minimum = false;
   /// perf: jobs whose MTCT ratio is above this are never grown, and give up
   /// nodes down to their minimum first when a waiting job needs them (seed
   /// 000 §4.2.2.2 last paragraph: the "predetermined threshold"); a job below
@@ -225,10 +229,13 @@ struct PolicyConfig {
 ///   perf     — seed 000 Algorithm 3: start in priority order (malleable at
 ///              --nodes); for a held head shrink in decreasing MTCT order (by
 ///              what is needed; jobs above mtct_threshold down to their
-///              minimum), then grow in increasing MTCT order (jobs above the
-///              threshold never), each as far as the idle nodes and the
-///              threshold cap (see mtct_threshold) allow. Jobs
+///              minimum); then distribute the idle nodes in increasing MTCT
+///              order, one admissible step at a time to the job whose ratio
+///              at its planned size (MTCT x planned / current) is lowest, never
+///              past mtct_threshold (jobs above it are never grown). Jobs
 ///              without an MTCT come after those with one in both orders.
+///   Options (PolicyConfig): backfill (EASY start phase for fpsma/egs/perf),
+///   start_at_minimum, grow_when_held, step, management.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
 /// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
 /// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /

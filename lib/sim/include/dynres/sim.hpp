@@ -122,8 +122,10 @@ SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0
 /// to highest admissible size (unconstrained 1..32, seed 000 §9.1). Each job
 /// gets a nominal serial fraction, log-uniform in [0.005, 0.1], and a
 /// four-phase MTCT profile (serial x 0.5 .. 2); its runtime at --nodes is the
-/// table's. Time limit: 1.2 x the runtime at the smallest size.
-std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed);
+/// table's. Time limit: ceil(1.2 x the runtime at the smallest size). `scale`
+/// multiplies runtimes and the 30 s interval before the limits are rounded,
+/// exactly as share/dynres/esp submits a time-scaled run (mjworkload esp).
+std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed, double scale = 1.0);
 
 /// One job batch of seed 002 (Table 2): 25 jobs drawn with the table's
 /// relative probabilities, the first five at t = 0, the rest uniform in

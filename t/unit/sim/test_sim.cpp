@@ -1,0 +1,261 @@
+// The simulator: runtime models, hand-computed runs with resizes, workload
+// readers (SWF, ESP, seed 002 batches), determinism and bad input.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "../testutil.hpp"
+#include "dynres/sim.hpp"
+#include "dynres/workload.hpp"
+
+using namespace dynres;
+using namespace dynres::sim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+SimJob job(int64_t id, double submit, int nodes, double runtime, sched::JobKind k = sched::JobKind::rigid,
+           int lo = 0, int hi = 0) {
+  SimJob j;
+  j.id = id;
+  j.name = "j" + std::to_string(id);
+  j.submit = submit;
+  j.kind = k;
+  j.req_nodes = j.limit_nodes = nodes;
+  j.min_nodes = lo ? lo : nodes;
+  j.max_nodes = hi ? hi : nodes;
+  j.runtime = runtime;
+  j.serial = 0;  // perfect scaling: time at n = runtime * req / n
+  return j;
+}
+
+const JobRecord& rec(const SimResult& r, int64_t id) {
+  for (auto& j : r.jobs)
+    if (j.id == id) return j;
+  FAIL("no job " << id);
+  return r.jobs.front();
+}
+
+}  // namespace
+
+TEST_CASE("runtime models: Amdahl and Downey") {
+  CHECK(time_factor(Model::amdahl, 0.1, 1) == 1.0);
+  CHECK(time_factor(Model::amdahl, 0.1, 10) == Approx(0.1 + 0.9 / 10));
+  CHECK(time_factor(Model::amdahl, 0, 8) == Approx(0.125));
+  for (double sigma : {0.0, 0.5, 1.0, 2.0}) {
+    INFO("sigma " << sigma);
+    CHECK(time_factor(Model::downey, 0.05, 1, sigma) == 1.0);
+    double prev = 1;
+    for (int n = 2; n <= 200; ++n) {  // non-increasing, bounded by A = 1/s = 20
+      double f = time_factor(Model::downey, 0.05, n, sigma);
+      CHECK(f <= prev + 1e-12);
+      CHECK(f >= 1.0 / 20 - 1e-12);
+      prev = f;
+    }
+    CHECK(time_factor(Model::downey, 0.05, 200, sigma) == Approx(1.0 / 20));
+  }
+  // sigma = 0 is linear speedup up to A
+  CHECK(time_factor(Model::downey, 0.05, 10, 0.0) == Approx(0.1));
+  // MTCT mapping: s n / (1 - s), and back: s = r / (n + r)
+  CHECK(mtct_of(0.2, 4) == Approx(1.0));
+  double r = mtct_of(0.03, 17);
+  CHECK(r / (17 + r) == Approx(0.03));
+  CHECK(mtct_of(0.03, 34) == Approx(2 * mtct_of(0.03, 17)));
+}
+
+TEST_CASE("rigid jobs end at start + runtime exactly; ends come before arrivals") {
+  SimOptions o;
+  o.nodes = 4;
+  o.policy.policy = sched::Policy::fcfs;
+  // job 2 arrives at t = 100.5 exactly when job 1 ends: the end is handled
+  // first, so job 2 starts at once
+  auto r = simulate({job(1, 0.25, 4, 100.25), job(2, 100.5, 4, 7), job(3, 0, 1, 50)}, o);
+  CHECK(*rec(r, 3).start_time == 0);
+  CHECK(*rec(r, 3).end_time == 50);
+  CHECK(*rec(r, 1).start_time == 50);   // fcfs: 1 waits for 3
+  CHECK(*rec(r, 1).end_time == 150.25);
+  CHECK(*rec(r, 2).start_time == 150.25);
+  CHECK(*rec(r, 2).end_time == 157.25);
+  CHECK(r.metrics.makespan == Approx(157.25));
+  CHECK(r.metrics.finished == 3);
+  CHECK(r.work == Approx(4 * 100.25 + 4 * 7 + 50));
+  CHECK(r.metrics.expands + r.metrics.shrinks == 0);
+}
+
+TEST_CASE("a grow pays its pause and speeds the job up by the model") {
+  SimOptions o;
+  o.nodes = 4;
+  o.policy.policy = sched::Policy::fpsma;
+  o.policy.step = sched::Step::greedy;
+  o.grow_cost = 10;
+  // runtime 100 s at 2 nodes; grown to 4 at t = 0 (the follow-up pass), then
+  // paused 10 s, then 100 req-seconds at twice the speed: ends at 60
+  auto r = simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o);
+  CHECK(*rec(r, 1).end_time == Approx(60));
+  CHECK(rec(r, 1).num_nodes == 4);
+  REQUIRE(r.resizes.size() == 1);
+  CHECK(r.resizes[0].expand);
+  CHECK(r.resizes[0].from == 2);
+  CHECK(r.resizes[0].to == 4);
+  CHECK(r.metrics.expands == 1);
+  CHECK(r.metrics.resized_jobs == 1);
+  CHECK(r.allocs.size() == 2);  // one allocation per size
+  CHECK(r.work == Approx(4 * 60));
+  o.policy.policy = sched::Policy::easy;  // moldable extension: starts at 4, no pause
+  CHECK(*rec(simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o), 1).end_time == Approx(50));
+}
+
+TEST_CASE("perf shrinks a malleable job to start a waiting one and grows it back") {
+  SimOptions o;
+  o.nodes = 4;
+  o.policy.policy = sched::Policy::perf;
+  o.grow_cost = 10;
+  o.shrink_cost = 5;
+  auto r = simulate({job(1, 0, 4, 100, sched::JobKind::malleable, 1, 4), job(2, 20, 2, 50)}, o);
+  // t=20: job 1 (80 req-s left) shrinks 4 -> 2, job 2 starts; pause to 25.
+  // t=70: job 2 ends; job 1 has done (70-25)/2 = 22.5 more, 57.5 left; grows
+  // back to 4, pause to 80, ends at 80 + 57.5 = 137.5.
+  CHECK(*rec(r, 2).start_time == Approx(20));
+  CHECK(*rec(r, 2).end_time == Approx(70));
+  CHECK(*rec(r, 1).end_time == Approx(137.5));
+  REQUIRE(r.resizes.size() == 2);
+  CHECK_FALSE(r.resizes[0].expand);
+  CHECK(r.resizes[0].time == Approx(20));
+  CHECK(r.resizes[1].expand);
+  CHECK(r.resizes[1].time == Approx(70));
+  CHECK(r.metrics.shrinks == 1);
+  CHECK(r.metrics.expands == 1);
+}
+
+TEST_CASE("phases: runtime at --nodes is the job's runtime whatever the profile") {
+  SimOptions o;
+  o.nodes = 8;
+  o.policy.policy = sched::Policy::easy;
+  SimJob j = job(1, 0, 4, 300);
+  j.serial = 0.05;
+  j.phases = {{0.25, 0.01}, {0.5, 0.2}, {0.75, 0.05}, {1.0, 0.1}};
+  auto r = simulate({j}, o);
+  CHECK(*rec(r, 1).end_time == Approx(300));
+}
+
+TEST_CASE("simulate is deterministic and refuses bad input") {
+  SimOptions o;
+  o.nodes = 34;
+  o.policy.policy = sched::Policy::perf;
+  auto jobs = esp_jobs(34, 0.5, 3);
+  auto a = simulate(jobs, o), b = simulate(jobs, o);
+  CHECK(a.metrics.makespan == b.metrics.makespan);
+  CHECK(a.metrics.avg_wait == b.metrics.avg_wait);
+  CHECK(a.resizes.size() == b.resizes.size());
+  CHECK(a.metrics.finished == 230);
+
+  CHECK_THROWS_WITH(simulate({job(1, 0, 1, 1), job(1, 5, 1, 1)}, o), Contains("duplicate job id 1"));
+  CHECK_THROWS_WITH(simulate({job(1, -1, 1, 1)}, o), Contains("negative"));
+  SimJob bad = job(2, 0, 3, 10);
+  bad.constraint = sched::Constraint::even;
+  CHECK_THROWS_WITH(simulate({bad}, o), Contains("no admissible size"));
+  o.nodes = 0;
+  CHECK_THROWS_AS(simulate({job(1, 0, 1, 1)}, o), std::invalid_argument);
+  o.nodes = 4;  // a job larger than the machine never starts and is counted
+  auto big = simulate({job(1, 0, 8, 10), job(2, 0, 1, 10)}, o);
+  CHECK(big.never_started == 1);
+  CHECK(big.metrics.finished == 1);
+}
+
+TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
+  dynres::test::TempDir d("sim");
+  auto p = d.write("t.swf",
+                   "; Version: 2\n"
+                   "; MaxNodes: 16\n"
+                   "; MaxProcs: 64\n"
+                   "1 0 -1 100 4 -1 -1 4 200 -1 1 -1 -1 -1 0 -1 -1 -1\n"   // requested 200 > run 100
+                   "2 10 -1 300 -1 -1 -1 8 100 -1 1 -1 -1 -1 0 -1 -1 -1\n"  // ran past its request: 300
+                   "3 20 -1 50 2 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n"    // no request: run time
+                   "4 30 -1 50 99 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n"   // larger than the machine
+                   "5 40 -1 -1 2 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n"    // no run time
+                   "\n");
+  auto t = read_swf(p);
+  CHECK(t.max_nodes == 16);
+  REQUIRE(t.jobs.size() == 3);
+  CHECK(t.jobs[0].req_nodes == 4);
+  CHECK(t.jobs[0].time_limit == 200);
+  CHECK(t.jobs[1].req_nodes == 8);  // requested processors when none allocated
+  CHECK(t.jobs[1].time_limit == 300);
+  CHECK(t.jobs[2].time_limit == 50);
+  CHECK(t.dropped_too_large == 1);
+  CHECK(t.dropped_invalid == 1);
+  auto q = read_swf(p, 4);  // 4 processors per node
+  CHECK(q.jobs[0].req_nodes == 1);
+  CHECK(q.jobs[1].req_nodes == 2);
+  CHECK(q.dropped_too_large == 1);  // 99 processors = 25 nodes, more than MaxNodes 16
+  auto bad = d.write("bad.swf", "; c\n1 0 -1 10 1 -1 -1 1 10\n2 x -1 10 1 -1 -1 1 10\n");
+  CHECK_THROWS_WITH(read_swf(bad), Contains("bad.swf:3: field 2 is not a number"));
+  auto short_line = d.write("short.swf", "1 0 -1 10\n");
+  CHECK_THROWS_WITH(read_swf(short_line), Contains("short.swf:1: expected 18 fields"));
+  CHECK_THROWS_WITH(read_swf(d.file("missing.swf")), Contains("cannot read"));
+}
+
+TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 §9.1") {
+  auto live = workload::esp_workload({});
+  auto rigid = esp_jobs(34, 0, 1);
+  REQUIRE(rigid.size() == 230);
+  for (size_t i = 0; i < rigid.size(); ++i) {
+    CHECK(rigid[i].name == live[i].name);
+    CHECK(rigid[i].submit == live[i].submit_offset);
+    CHECK(rigid[i].req_nodes == live[i].nodes);
+    CHECK(rigid[i].runtime == live[i].runtime);
+    CHECK(rigid[i].kind == sched::JobKind::rigid);
+    CHECK((rigid[i].serial >= 0.005 && rigid[i].serial <= 0.1));
+  }
+  auto all = esp_jobs(34, 1, 1);
+  std::map<char, std::pair<int, int>> range;
+  for (auto& j : all) {
+    char type = j.name[4];
+    if (type == 'Z') {
+      CHECK(j.kind == sched::JobKind::rigid);
+      continue;
+    }
+    CHECK(j.kind == sched::JobKind::malleable);
+    range[type] = {j.min_nodes, j.max_nodes};
+  }
+  CHECK(range['A'] == std::pair{1, 32});
+  CHECK(range['B'] == std::pair{1, 32});  // pof2
+  CHECK(range['D'] == std::pair{2, 32});  // even
+  CHECK(range['H'] == std::pair{1, 31});  // odd
+  int half = 0;
+  for (auto& j : esp_jobs(34, 0.5, 1)) half += j.kind == sched::JobKind::malleable;
+  CHECK((half > 90 && half < 140));
+}
+
+TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node-hours on average") {
+  double node_hours = 0;
+  const int kBatches = 400;
+  for (uint64_t seed = 1; seed <= kBatches; ++seed) {
+    auto b = batch_jobs(seed, 0);
+    REQUIRE(b.size() == 25);
+    for (int i = 0; i < 5; ++i) CHECK(b[i].submit == 0);
+    for (auto& j : b) {
+      CHECK((j.submit >= 0 && j.submit < 600));
+      node_hours += j.runtime * j.req_nodes / 3600;
+    }
+  }
+  CHECK(node_hours / kBatches == Approx(8).epsilon(0.03));
+  std::set<int64_t> prev;
+  for (int k = 0; k <= 5; ++k) {
+    auto b = batch_jobs(7, k * 0.2);
+    std::set<int64_t> m;
+    for (auto& j : b) {
+      if (j.kind != sched::JobKind::malleable) continue;
+      m.insert(j.id);
+      CHECK(j.min_nodes <= j.req_nodes);
+      CHECK(j.max_nodes >= j.req_nodes);
+    }
+    CHECK(m.size() == static_cast<size_t>(5 * k));
+    CHECK(std::includes(m.begin(), m.end(), prev.begin(), prev.end()));
+    prev = m;
+    auto rigid = batch_jobs(7, 0);  // the same jobs, only the kind differs
+    for (size_t i = 0; i < b.size(); ++i) CHECK(b[i].runtime == rigid[i].runtime);
+  }
+}
