@@ -18,13 +18,16 @@ enum class Queue { fcfs, backfill, easy };
 enum class SizeRule { fit, minimum, requested };
 
 /// Idle, up nodes in ascending index order; free[next..] are unallocated.
+/// `extra` holds nodes released by shrinks of the same decision.
 struct Pool {
   std::vector<int> free;
   size_t next = 0;
+  std::vector<int> extra;
   int up = 0;  ///< up nodes in the cluster
   explicit Pool(const Snapshot& s);
-  int avail() const { return static_cast<int>(free.size() - next); }
-  /// Take the k lowest unallocated nodes (k <= avail()).
+  int avail() const { return static_cast<int>(free.size() - next + extra.size()); }
+  /// Take k unallocated nodes (k <= avail()): the lowest idle ones first,
+  /// then released ones; returned in ascending order.
   std::vector<int> take(int k);
 };
 

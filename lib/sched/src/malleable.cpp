@@ -30,6 +30,7 @@ struct MJob {
   std::vector<int> held;       ///< nodes still held, ascending
   std::vector<int> released;   ///< nodes given up by shrinks of this pass
   bool shrunk = false;
+  int plan = 0;                ///< tentative size while a shrink plan is made
 };
 
 // ---- admissible steps (constraint, [min, max]) ---------------------------
@@ -83,21 +84,20 @@ struct Plan {
   }
 };
 
-/// Jobs that can still give nodes, in the policy's shrink order.
-std::vector<MJob*> shrink_candidates(std::vector<MJob>& jobs) {
+/// Jobs of `order` that can still give nodes, keeping the order.
+std::vector<MJob*> can_give(const std::vector<MJob*>& order) {
   std::vector<MJob*> v;
-  for (auto& j : jobs)
-    if (lowest(*j.r, j.target) > 0) v.push_back(&j);
+  for (MJob* j : order)
+    if (lowest(*j->r, j->target) > 0) v.push_back(j);
   return v;
 }
 
-// FPSMA_SHRINK (Algorithm 2 lines 19-38): latest start first, one admissible
-// step each (or by need with Step::greedy), until the need is covered.
-Plan plan_fpsma(std::vector<MJob>& jobs, int need, const PolicyConfig& cfg) {
+// FPSMA_SHRINK (Algorithm 2 lines 19-38): `order` is latest start first; one
+// admissible step each (or by need with Step::greedy), until the need is
+// covered.
+Plan plan_fpsma(const std::vector<MJob*>& order, int need, const PolicyConfig& cfg) {
   Plan p;
-  auto c = shrink_candidates(jobs);
-  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return earlier(b, a); });
-  for (MJob* j : c) {
+  for (MJob* j : can_give(order)) {
     if (p.gathered >= need) break;
     int to = cfg.step == Step::one ? step_down(*j->r, j->target) : down_by_need(*j->r, j->target, need - p.gathered);
     if (to > 0) p.set(j, j->target, to);
@@ -105,57 +105,61 @@ Plan plan_fpsma(std::vector<MJob>& jobs, int need, const PolicyConfig& cfg) {
   return p;
 }
 
-// EQUI_SHRINK (§4.2.2.2): the need is taken equally from the resizable jobs;
-// a job that cannot give its share (minimum, constraint) gives what it can and
-// the rest is spread over the others in the next round.
-Plan plan_egs(std::vector<MJob>& jobs, int need) {
+// EQUI_SHRINK (§4.2.2.2): the need is taken equally from the resizable jobs
+// (`order`: latest start first); a job that cannot give its share (minimum,
+// constraint) gives what it can and the rest is spread over the others in
+// the next round.
+Plan plan_egs(const std::vector<MJob*>& order, int need) {
   Plan p;
-  auto c = shrink_candidates(jobs);
-  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return earlier(b, a); });
-  std::unordered_map<MJob*, int> t;
-  for (MJob* j : c) t[j] = j->target;
+  auto c = can_give(order);
+  for (MJob* j : c) j->plan = j->target;
+  std::vector<MJob*> touched, next;
   while (p.gathered < need && !c.empty()) {
     int left = need - p.gathered;
     int share = (left + static_cast<int>(c.size()) - 1) / static_cast<int>(c.size());
-    std::vector<MJob*> next;
+    next.clear();
     for (MJob* j : c) {
       if (p.gathered >= need) break;
       int give = std::min(share, need - p.gathered);
-      int to = largest_admissible(j->r->constraint, j->r->min_nodes, t[j] - give);
-      if (to == 0) to = step_down(*j->r, t[j]);
+      int to = largest_admissible(j->r->constraint, j->r->min_nodes, j->plan - give);
+      if (to == 0) to = step_down(*j->r, j->plan);
       if (to <= 0) continue;
-      p.gathered += t[j] - to;
-      t[j] = to;
+      if (j->plan == j->target) touched.push_back(j);
+      p.gathered += j->plan - to;
+      j->plan = to;
       if (lowest(*j->r, to) > 0) next.push_back(j);
     }
     c.swap(next);
   }
-  for (auto& [j, to] : t)
-    if (to != j->target) p.sizes.emplace_back(j, to);
+  for (MJob* j : touched) p.sizes.emplace_back(j, j->plan);
   return p;
 }
 
 // minAgree step 2 (seed 002): the jobs with the most nodes give one
-// admissible step at a time until the need is covered.
-Plan plan_minagree(std::vector<MJob>& jobs, int need) {
+// admissible step at a time until the need is covered. `q` is a max-heap of
+// (size, job) over the resizable jobs, kept across the plans of one pass: a
+// failed plan ends the shrink phase, so only accepted plans' entries matter.
+using SizeHeap = std::vector<std::pair<int, MJob*>>;
+bool bigger(const std::pair<int, MJob*>& a, const std::pair<int, MJob*>& b) {
+  if (a.first != b.first) return a.first < b.first;  // max-heap on size
+  return earlier(a.second, b.second);                 // ties: latest start first
+}
+Plan plan_minagree(SizeHeap& q, int need) {
   Plan p;
-  auto bigger = [](const std::pair<int, MJob*>& a, const std::pair<int, MJob*>& b) {
-    if (a.first != b.first) return a.first < b.first;  // max-heap on size
-    return earlier(a.second, b.second);                 // ties: latest start first
-  };
-  std::priority_queue<std::pair<int, MJob*>, std::vector<std::pair<int, MJob*>>, decltype(bigger)> q(bigger);
-  for (MJob* j : shrink_candidates(jobs)) q.push({j->target, j});
-  std::unordered_map<MJob*, int> t;
+  std::vector<MJob*> touched;
   while (p.gathered < need && !q.empty()) {
-    auto [size, j] = q.top();
-    q.pop();
+    std::pop_heap(q.begin(), q.end(), bigger);
+    auto [size, j] = q.back();
+    q.pop_back();
     int to = step_down(*j->r, size);
-    if (to <= 0) continue;
+    if (to <= 0) continue;  // cannot give any more
+    if (size == j->target) touched.push_back(j);
     p.gathered += size - to;
-    t[j] = to;
-    if (lowest(*j->r, to) > 0) q.push({to, j});
+    j->plan = to;
+    q.push_back({to, j});
+    std::push_heap(q.begin(), q.end(), bigger);
   }
-  for (auto& [j, to] : t) p.sizes.emplace_back(j, to);
+  for (MJob* j : touched) p.sizes.emplace_back(j, j->plan);
   return p;
 }
 
@@ -168,13 +172,12 @@ bool mtct_before(const MJob* a, const MJob* b, bool descending) {
   return earlier(a, b);
 }
 
-// Algorithm 3 line 17: decreasing MTCT; each gives what is still needed (the
-// next admissible size down), jobs above the threshold down to their minimum.
-Plan plan_perf(std::vector<MJob>& jobs, int need, const PolicyConfig& cfg) {
+// Algorithm 3 line 17: `order` is decreasing MTCT; each gives what is still
+// needed (the next admissible size down), jobs above the threshold down to
+// their minimum.
+Plan plan_perf(const std::vector<MJob*>& order, int need, const PolicyConfig& cfg) {
   Plan p;
-  auto c = shrink_candidates(jobs);
-  std::sort(c.begin(), c.end(), [](const MJob* a, const MJob* b) { return mtct_before(a, b, true); });
-  for (MJob* j : c) {
+  for (MJob* j : can_give(order)) {
     if (p.gathered >= need) break;
     int to = j->r->mtct > cfg.mtct_threshold ? lowest(*j->r, j->target)
                                               : down_by_need(*j->r, j->target, need - p.gathered);
@@ -299,9 +302,24 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
   std::unordered_map<int64_t, bool> started;
   for (const auto& s : d.starts) started[s.job] = true;
 
+  // The policy's shrink order, fixed for the pass (the keys do not change).
+  std::vector<MJob*> order;
+  for (auto& j : jobs) order.push_back(&j);
+  if (cfg.policy == Policy::perf)
+    std::sort(order.begin(), order.end(), [](const MJob* a, const MJob* b) { return mtct_before(a, b, true); });
+  else
+    std::sort(order.begin(), order.end(), [](const MJob* a, const MJob* b) { return earlier(b, a); });
+
+  SizeHeap heap;  // minagree's largest-first order, kept across the plans
+  if (minagree) {
+    for (MJob* j : order) heap.push_back({j->target, j});
+    std::make_heap(heap.begin(), heap.end(), bigger);
+  }
+
   // Shrink to start held jobs in priority order, each only when its whole
   // need is gathered (Algorithm 2 lines 35-37, Algorithm 3 lines 18-21).
   bool held = head >= 0;
+  std::vector<int64_t> unheld;  // held jobs started by shrinking
   for (int hi = head; !prma && hi >= 0 && hi < W; ++hi) {
     const WaitingJob& h = snap.waiting[hi];
     if (started.count(h.id)) continue;
@@ -309,24 +327,20 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     if (need == 0 || need > pool.up) continue;  // can never start: held "Resources"
     if (!size_of(h, rule, pool.up, pool.avail())) {
       const int missing = need - pool.avail();
-      Plan p = cfg.policy == Policy::fpsma ? plan_fpsma(jobs, missing, cfg)
-               : cfg.policy == Policy::egs ? plan_egs(jobs, missing)
-               : minagree                  ? plan_minagree(jobs, missing)
-                                           : plan_perf(jobs, missing, cfg);
+      Plan p = cfg.policy == Policy::fpsma ? plan_fpsma(order, missing, cfg)
+               : cfg.policy == Policy::egs ? plan_egs(order, missing)
+               : minagree                  ? plan_minagree(heap, missing)
+                                           : plan_perf(order, missing, cfg);
       if (p.gathered < missing) break;  // no shrink at all for this job
-      std::vector<int> freed(pool.free.begin() + pool.next, pool.free.end());
       for (auto& [j, to] : p.sizes) {
         for (int k = j->target - to; k > 0; --k) {
-          freed.push_back(j->held.back());
+          pool.extra.push_back(j->held.back());
           j->released.push_back(j->held.back());
           j->held.pop_back();
         }
         j->target = to;
         j->shrunk = true;
       }
-      std::sort(freed.begin(), freed.end());
-      pool.free = std::move(freed);
-      pool.next = 0;
     }
     const int k = size_of(h, rule, pool.up, pool.avail());
     if (k == 0) break;  // cannot happen: the plan covered the need
@@ -335,9 +349,14 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
                            [&](const Start& s) { return queue_pos[s.job] > hi; });
     d.starts.insert(at, std::move(st));
     started[h.id] = true;
-    std::erase_if(d.holds, [&](const auto& x) { return x.first == h.id; });
+    unheld.push_back(h.id);
     held = false;
     for (int k2 = hi + 1; k2 < W && !held; ++k2) held = !started.count(snap.waiting[k2].id);
+  }
+  if (!unheld.empty()) {
+    std::unordered_map<int64_t, bool> gone;
+    for (auto id : unheld) gone[id] = true;
+    std::erase_if(d.holds, [&](const auto& x) { return gone.count(x.first) > 0; });
   }
 
   if (!held || cfg.grow_when_held || prma) grow(jobs, pool.avail(), cfg);

@@ -82,8 +82,14 @@ Pool::Pool(const Snapshot& s) {
 }
 
 std::vector<int> Pool::take(int k) {
-  std::vector<int> v(free.begin() + next, free.begin() + next + k);
-  next += k;
+  const int idle = std::min<int>(k, static_cast<int>(free.size() - next));
+  std::vector<int> v(free.begin() + next, free.begin() + next + idle);
+  next += idle;
+  if (idle < k) {
+    v.insert(v.end(), extra.end() - (k - idle), extra.end());
+    extra.resize(extra.size() - (k - idle));
+    std::sort(v.begin(), v.end());
+  }
   return v;
 }
 
