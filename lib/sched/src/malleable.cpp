@@ -289,9 +289,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     MJob j;
     j.r = &r;
     j.cur = j.target = static_cast<int>(r.nodes.size());
-    j.held = r.nodes;
-    std::sort(j.held.begin(), j.held.end());
-    jobs.push_back(std::move(j));
+    jobs.push_back(std::move(j));  // `held` is filled when the job first gives nodes
   }
   if (jobs.empty()) return d;
 
@@ -333,6 +331,10 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
                                            : plan_perf(order, missing, cfg);
       if (p.gathered < missing) break;  // no shrink at all for this job
       for (auto& [j, to] : p.sizes) {
+        if (!j->shrunk) {
+          j->held = j->r->nodes;
+          std::sort(j->held.begin(), j->held.end());
+        }
         for (int k = j->target - to; k > 0; --k) {
           pool.extra.push_back(j->held.back());
           j->released.push_back(j->held.back());

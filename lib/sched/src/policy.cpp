@@ -73,6 +73,11 @@ int requested_size(const WaitingJob& j) {
 namespace detail {
 
 Pool::Pool(const Snapshot& s) {
+  if (s.idle_known) {
+    free = s.idle;
+    up = s.up_count;
+    return;
+  }
   free.reserve(s.nodes.size());
   for (int i = 0; i < static_cast<int>(s.nodes.size()); ++i) {
     if (!s.nodes[i].up) continue;

@@ -8,6 +8,7 @@
 // f(req_nodes) (f = time_factor). A single-phase job at its requested size
 // has g = 1 exactly, so rigid jobs end at start + runtime to the bit.
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -76,6 +77,8 @@ class Engine {
     return time_factor(o_.model, j.spec->serial, n, o_.downey_sigma) / j.base_f;
   }
   void advance(Job& j, double t);
+  void release(std::vector<int> nodes);  ///< keep snap_.idle: nodes became idle
+  void acquire(std::vector<int> nodes);  ///< keep snap_.idle: nodes were taken
   void schedule_event(int k, double t);
   void finish(int k, double t);
   void open_alloc(int k, double t);
@@ -91,9 +94,26 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   SimResult r_;
   int idle_ = 0;
+  int min_need_ = 0;               ///< smallest min_size() among waiting jobs (0: recompute)
   size_t done_ = 0;
   bool resized_since_pass_ = false;
 };
+
+void Engine::release(std::vector<int> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<int> merged;
+  merged.reserve(snap_.idle.size() + nodes.size());
+  std::merge(snap_.idle.begin(), snap_.idle.end(), nodes.begin(), nodes.end(), std::back_inserter(merged));
+  snap_.idle.swap(merged);
+}
+
+void Engine::acquire(std::vector<int> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<int> left;
+  left.reserve(snap_.idle.size());
+  std::set_difference(snap_.idle.begin(), snap_.idle.end(), nodes.begin(), nodes.end(), std::back_inserter(left));
+  snap_.idle.swap(left);
+}
 
 void Engine::advance(Job& j, double t) {
   double from = std::max(j.last, j.pause_until);
@@ -144,6 +164,7 @@ void Engine::finish(int k, double t) {
   j.end = t;
   auto& run = snap_.running;
   for (int x : run[j.run_pos].nodes) snap_.nodes[x].job = 0;
+  release(run[j.run_pos].nodes);
   idle_ += j.n;
   int pos = j.run_pos;
   if (pos != static_cast<int>(run.size()) - 1) {
@@ -177,7 +198,14 @@ void Engine::pass(double t) {
   snap_.now = t;
   const bool malleable = sched::is_malleable_policy(o_.policy.policy);
   if (snap_.waiting.empty() && (idle_ == 0 || !malleable)) return;
-  if (!malleable && idle_ == 0) return;
+  if (!malleable) {  // a rigid pass can only start a job that fits in the idle nodes
+    if (min_need_ == 0) {
+      min_need_ = std::numeric_limits<int>::max();
+      for (auto& w : snap_.waiting)
+        if (int m = sched::min_size(w)) min_need_ = std::min(min_need_, m);
+    }
+    if (idle_ < min_need_) return;
+  }
   if (malleable) refresh(t);
   ++r_.passes;
   sched::Decision d = sched::decide(snap_, o_.policy);
@@ -204,6 +232,8 @@ void Engine::pass(double t) {
         nodes.erase(std::find(nodes.begin(), nodes.end(), x));
       }
     }
+    if (grow) acquire(rz.nodes);
+    else release(rz.nodes);
     int from = j.n;
     j.n = static_cast<int>(nodes.size());
     idle_ += grow ? -static_cast<int>(rz.nodes.size()) : static_cast<int>(rz.nodes.size());
@@ -232,6 +262,7 @@ void Engine::pass(double t) {
           bad("start on a busy node");
         snap_.nodes[x].job = s.job;
       }
+      acquire(s.nodes);
       const SimJob& sp = *j.spec;
       j.st = Job::running;
       j.start = j.last = t;
@@ -254,6 +285,7 @@ void Engine::pass(double t) {
       schedule_event(k, t);
     }
     std::erase_if(snap_.waiting, [&](const sched::WaitingJob& w) { return jobs_[index_[w.id]].st != Job::waiting; });
+    min_need_ = 0;
   }
 }
 
@@ -323,6 +355,9 @@ SimResult Engine::run() {
   snap_.nodes.reserve(o_.nodes);
   for (int i = 0; i < o_.nodes; ++i) snap_.nodes.push_back({"n" + std::to_string(i + 1), true, 0});
   idle_ = o_.nodes;
+  snap_.idle_known = true;
+  snap_.up_count = o_.nodes;
+  for (int i = 0; i < o_.nodes; ++i) snap_.idle.push_back(i);
 
   size_t next_arrival = 0;
   double next_tick = o_.tick > 0 ? 0 : kInf;
@@ -361,6 +396,8 @@ SimResult Engine::run() {
       const SimJob& s = *j.spec;
       j.st = Job::waiting;
       snap_.waiting.push_back({s.id, s.kind, s.req_nodes, s.min_nodes, s.max_nodes, s.constraint, s.time_limit, s.submit});
+      if (min_need_ > 0)
+        if (int m = sched::min_size(snap_.waiting.back())) min_need_ = std::min(min_need_, m);
       changed = true;
     }
     // 3. one scheduling pass

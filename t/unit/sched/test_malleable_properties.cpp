@@ -85,6 +85,36 @@ bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& c) {
 
 }  // namespace
 
+TEST_CASE("random snapshots: a caller's idle index gives the same decision as the scan") {
+  const Policy all[] = {Policy::fcfs, Policy::backfill, Policy::easy, Policy::fpsma, Policy::egs, Policy::minagree,
+                        Policy::perf};
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const Snapshot s = random_malleable(seed);
+    Snapshot k = s;
+    k.idle_known = true;
+    for (int i = 0; i < static_cast<int>(s.nodes.size()); ++i) {
+      k.up_count += s.nodes[i].up;
+      if (s.nodes[i].up && s.nodes[i].job == 0) k.idle.push_back(i);
+    }
+    for (Policy p : all) {
+      INFO("seed " << seed << " " << to_string(p));
+      PolicyConfig c;
+      c.policy = p;
+      Decision a = decide(s, c), b = decide(k, c);
+      REQUIRE(a.starts.size() == b.starts.size());
+      for (size_t i = 0; i < a.starts.size(); ++i) {
+        CHECK(a.starts[i].job == b.starts[i].job);
+        CHECK(a.starts[i].nodes == b.starts[i].nodes);
+      }
+      REQUIRE(a.expands.size() == b.expands.size());
+      for (size_t i = 0; i < a.expands.size(); ++i) CHECK(a.expands[i].nodes == b.expands[i].nodes);
+      REQUIRE(a.shrinks.size() == b.shrinks.size());
+      for (size_t i = 0; i < a.shrinks.size(); ++i) CHECK(a.shrinks[i].nodes == b.shrinks[i].nodes);
+      CHECK(a.holds == b.holds);
+    }
+  }
+}
+
 TEST_CASE("random snapshots: invariants of every malleable policy") {
   int shrinks = 0, expands = 0, shrink_starts = 0;
   for (uint64_t seed = 1; seed <= 1500; ++seed) {

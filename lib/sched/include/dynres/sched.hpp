@@ -94,6 +94,14 @@ struct Snapshot {
   std::vector<Node> nodes;
   std::vector<RunningJob> running;
   std::vector<WaitingJob> waiting;
+  /// Optional index kept by a caller that updates the snapshot in place (the
+  /// simulator): when idle_known, `idle` is the ascending list of idle
+  /// (job == 0), up nodes and `up_count` the number of up nodes, and decide()
+  /// uses them instead of scanning `nodes`. The caller guarantees they match
+  /// `nodes`; the live daemon leaves idle_known false.
+  bool idle_known = false;
+  std::vector<int> idle;
+  int up_count = 0;
 };
 
 struct Start {
