@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
   app.add_option("--config", config, "dynres.yaml with scheduler.malleable parameters (dynres.yaml(5))");
   app.add_option("--model", model, "runtime model of resized jobs: amdahl|downey")->capture_default_str();
   app.add_option("--downey-sigma", o.downey_sigma, "variance of Downey's model")->check(CLI::Range(0.0, 100.0));
-  app.add_option("--grow-cost", o.grow_cost, "seconds without progress per expand")->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
+  auto* gc = app.add_option("--grow-cost", o.grow_cost,
+                            "seconds without progress per expand; also the policy's expected cost "
+                            "(scheduler.malleable.grow_cost)")
+                  ->check(CLI::Range(0.0, 1e6))
+                  ->capture_default_str();
   app.add_option("--shrink-cost", o.shrink_cost, "seconds without progress per shrink")->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--tick", o.tick, "also run a pass every this many seconds (0: on events only)")
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
       if (::access(config.c_str(), R_OK) != 0) throw std::runtime_error("--config: cannot read " + config);
       o.policy = dynres::load_config(config).policy;
     }
+    if (gc->count() > 0) o.policy.grow_cost = o.grow_cost;
     auto p = dynres::sched::parse_policy(policy);
     if (!p) throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
     o.policy.policy = *p;

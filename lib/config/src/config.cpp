@@ -33,7 +33,7 @@ T get(const YAML::Node& n, const char* key, T def, const std::string& where, con
 void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.malleable";
   check_keys(m, w, {"management", "step", "min_remaining", "min_resize_interval", "grow_when_held", "mtct_threshold",
-                 "backfill", "start_at_minimum"},
+                 "backfill", "start_at_minimum", "grow_cost"},
              path);
   auto mg = get<std::string>(m, "management", pc.management == sched::Management::prma ? "prma" : "pwma", w, path);
   if (mg != "prma" && mg != "pwma") throw ConfigError(path + ": " + w + ".management must be prma or pwma");
@@ -46,6 +46,8 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   pc.min_resize_interval = get<double>(m, "min_resize_interval", pc.min_resize_interval, w, path);
   if (!(pc.min_resize_interval >= 0)) throw ConfigError(path + ": " + w + ".min_resize_interval must be >= 0 seconds");
   pc.grow_when_held = get<bool>(m, "grow_when_held", pc.grow_when_held, w, path);
+  pc.grow_cost = get<double>(m, "grow_cost", pc.grow_cost, w, path);
+  if (!(pc.grow_cost >= 0)) throw ConfigError(path + ": " + w + ".grow_cost must be >= 0 seconds");
   pc.backfill = get<bool>(m, "backfill", pc.backfill, w, path);
   pc.start_at_minimum = get<bool>(m, "start_at_minimum", pc.start_at_minimum, w, path);
   pc.mtct_threshold = get<double>(m, "mtct_threshold", pc.mtct_threshold, w, path);

@@ -30,6 +30,7 @@ struct MJob {
   std::vector<int> held;       ///< nodes still held, ascending
   std::vector<int> released;   ///< nodes given up by shrinks of this pass
   bool shrunk = false;
+  bool no_grow = false;        ///< growth not worth its pause this pass
   int plan = 0;                ///< tentative size while a shrink plan is made
 };
 
@@ -187,10 +188,10 @@ Plan plan_perf(const std::vector<MJob*>& order, int need, const PolicyConfig& cf
 }
 
 // ---- growth with the idle nodes left --------------------------------------
-void grow(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
+void grow_once(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
   std::vector<MJob*> c;
   for (auto& j : jobs)
-    if (!j.shrunk && j.target < j.r->max_nodes) c.push_back(&j);
+    if (!j.shrunk && !j.no_grow && j.target < j.r->max_nodes) c.push_back(&j);
   switch (cfg.policy) {
     case Policy::fpsma: {  // FPSMA_GROW (Algorithm 2 lines 1-18): earliest start first
       std::sort(c.begin(), c.end(), earlier);
@@ -268,6 +269,33 @@ void grow(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
     default:
       break;
   }
+}
+
+/// An expansion pays a pause of about grow_cost seconds; with at best linear
+/// speedup it saves remaining x (1 - cur/to). Not worth it when that is no
+/// more than the pause (predicted remaining from predicted_end / the limit).
+bool worth_growing(const MJob& j, double now, const PolicyConfig& cfg) {
+  if (cfg.grow_cost <= 0) return true;
+  double rem = remaining(*j.r, now);
+  if (!std::isfinite(rem)) return true;
+  return rem * (1.0 - static_cast<double>(j.cur) / j.target) > cfg.grow_cost;
+}
+
+/// The policy's growth, then expansions not worth their pause are dropped
+/// and the idle nodes offered to the other jobs once more.
+void grow(std::vector<MJob>& jobs, int avail, double now, const PolicyConfig& cfg) {
+  for (int round = 0; round < 2; ++round) {
+    grow_once(jobs, avail, cfg);
+    bool dropped = false;
+    for (auto& j : jobs)
+      if (!j.shrunk && j.target > j.cur && !worth_growing(j, now, cfg)) j.no_grow = dropped = true;
+    if (!dropped) return;
+    for (auto& j : jobs)
+      if (!j.shrunk) j.target = j.cur;
+  }
+  grow_once(jobs, avail, cfg);
+  for (auto& j : jobs)
+    if (!j.shrunk && j.target > j.cur && !worth_growing(j, now, cfg)) j.target = j.cur;
 }
 
 }  // namespace
@@ -361,7 +389,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     std::erase_if(d.holds, [&](const auto& x) { return gone.count(x.first) > 0; });
   }
 
-  if (!held || cfg.grow_when_held || prma) grow(jobs, pool.avail(), cfg);
+  if (!held || cfg.grow_when_held || prma) grow(jobs, pool.avail(), snap.now, cfg);
 
   for (auto& j : jobs) {
     if (!j.released.empty()) {

@@ -159,6 +159,11 @@ struct PolicyConfig {
   double min_remaining = 60;
   /// Seconds a job must run at its size before the next resize (thrashing guard).
   double min_resize_interval = 30;
+  /// Expected pause of an expansion, seconds (seed 002 §"Malleable Runtime
+  /// Performance": 14.55 s). A job is grown only when, at best linear
+  /// speedup, its predicted remaining time x (1 - old/new size) exceeds it;
+  /// 0 disables the check.
+  double grow_cost = 14.55;
   /// Grow running jobs with idle nodes while the highest-priority waiting job
   /// is held (seed 000 §4.2.1 PWMA, Algorithm 3 line 23). false keeps idle
   /// nodes for the held job.
@@ -223,7 +228,10 @@ struct PolicyConfig {
 ///     (the next admissible size up or down); a job appears at most once in
 ///     shrinks + expands; a shrink releases the job's highest-index nodes;
 ///   - shrinks happen only to start the highest-priority held job and only
-///     when its whole need is gathered, in the same decision.
+///     when its whole need is gathered, in the same decision;
+///   - an expansion happens only when it may save more than grow_cost
+///     (predicted remaining x (1 - old/new size) > grow_cost); the idle nodes
+///     of a dropped expansion are offered to the other jobs once more.
 ///   fpsma    — seed 000 Algorithm 2. Start in priority order (FCFS), malleable
 ///              jobs at --nodes. pwma: FPSMA_SHRINK (latest start first) for the
 ///              held head, then FPSMA_GROW (earliest start first) with idle
