@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Simulate a dynres cluster: replay a workload through a scheduling policy in simulated time and "
                "print the workload metrics.",
                "mjsim"};
-  std::string workload, policy = "easy", config, csv, gantt, model = "amdahl";
+  std::string workload, policy, config, csv, gantt, model = "amdahl";
   int nodes = 0, ppn = 1;
   double fraction = 0, scale = 1;
   size_t first = 0;
@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   bool json = false, quiet = false, progress = false;
   dynres::sim::SimOptions o;
   app.add_option("-w,--workload", workload, "esp | batches | an SWF trace file")->required();
-  app.add_option("-p,--policy", policy, "fcfs|backfill|easy|fpsma|egs|minagree|perf")->capture_default_str();
+  app.add_option("-p,--policy", policy,
+                 "fcfs|backfill|easy|fpsma|egs|minagree|perf (default: --config's scheduler.policy, else easy)");
   app.add_option("-N,--nodes", nodes, "cluster size (default: esp 34, batches 32, SWF: the trace's MaxNodes)")
       ->check(CLI::Range(1, 10000000));
   app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches)")
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       o.policy = dynres::load_config(config).policy;
     }
     if (gc->count() > 0) o.policy.grow_cost = o.grow_cost;
+    if (policy.empty()) policy = dynres::sched::to_string(o.policy.policy);
     auto p = dynres::sched::parse_policy(policy);
     if (!p) throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
     o.policy.policy = *p;
