@@ -32,6 +32,8 @@ struct MJob {
   bool shrunk = false;
   bool no_grow = false;        ///< growth not worth its pause this pass
   int plan = 0;                ///< tentative size while a shrink plan is made
+  int floor = 0;               ///< smallest admissible size >= min_nodes (0: none)
+  bool can_give() const { return floor > 0 && floor < target; }
 };
 
 // ---- admissible steps (constraint, [min, max]) ---------------------------
@@ -85,21 +87,14 @@ struct Plan {
   }
 };
 
-/// Jobs of `order` that can still give nodes, keeping the order.
-std::vector<MJob*> can_give(const std::vector<MJob*>& order) {
-  std::vector<MJob*> v;
-  for (MJob* j : order)
-    if (lowest(*j->r, j->target) > 0) v.push_back(j);
-  return v;
-}
-
 // FPSMA_SHRINK (Algorithm 2 lines 19-38): `order` is latest start first; one
 // admissible step each (or by need with Step::greedy), until the need is
 // covered.
 Plan plan_fpsma(const std::vector<MJob*>& order, int need, const PolicyConfig& cfg) {
   Plan p;
-  for (MJob* j : can_give(order)) {
+  for (MJob* j : order) {
     if (p.gathered >= need) break;
+    if (!j->can_give()) continue;
     int to = cfg.step == Step::one ? step_down(*j->r, j->target) : down_by_need(*j->r, j->target, need - p.gathered);
     if (to > 0) p.set(j, j->target, to);
   }
@@ -112,8 +107,9 @@ Plan plan_fpsma(const std::vector<MJob*>& order, int need, const PolicyConfig& c
 // the next round.
 Plan plan_egs(const std::vector<MJob*>& order, int need) {
   Plan p;
-  auto c = can_give(order);
-  for (MJob* j : c) j->plan = j->target;
+  std::vector<MJob*> c;
+  for (MJob* j : order)
+    if (j->can_give()) c.push_back(j), j->plan = j->target;
   std::vector<MJob*> touched, next;
   while (p.gathered < need && !c.empty()) {
     int left = need - p.gathered;
@@ -178,8 +174,9 @@ bool mtct_before(const MJob* a, const MJob* b, bool descending) {
 // their minimum.
 Plan plan_perf(const std::vector<MJob*>& order, int need, const PolicyConfig& cfg) {
   Plan p;
-  for (MJob* j : can_give(order)) {
+  for (MJob* j : order) {
     if (p.gathered >= need) break;
+    if (!j->can_give()) continue;
     int to = j->r->mtct > cfg.mtct_threshold ? lowest(*j->r, j->target)
                                               : down_by_need(*j->r, j->target, need - p.gathered);
     if (to > 0) p.set(j, j->target, to);
@@ -317,16 +314,19 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     MJob j;
     j.r = &r;
     j.cur = j.target = static_cast<int>(r.nodes.size());
+    j.floor = smallest_admissible(r.constraint, r.min_nodes, r.max_nodes);
     jobs.push_back(std::move(j));  // `held` is filled when the job first gives nodes
   }
   if (jobs.empty()) return d;
 
   const bool prma = (cfg.policy == Policy::fpsma || cfg.policy == Policy::egs) && cfg.management == Management::prma;
   const int W = static_cast<int>(snap.waiting.size());
-  std::unordered_map<int64_t, int> queue_pos;
-  for (int i = 0; i < W; ++i) queue_pos[snap.waiting[i].id] = i;
-  std::unordered_map<int64_t, bool> started;
-  for (const auto& s : d.starts) started[s.job] = true;
+  // queue position of each start so far (starts and waiting are both in
+  // queue order), and which waiting jobs have started
+  std::vector<int> start_pos;
+  std::vector<char> started(W, 0);
+  for (int i = 0, k = 0; i < W && k < static_cast<int>(d.starts.size()); ++i)
+    if (snap.waiting[i].id == d.starts[k].job) started[i] = 1, start_pos.push_back(i), ++k;
 
   // The policy's shrink order, fixed for the pass (the keys do not change).
   std::vector<MJob*> order;
@@ -338,7 +338,8 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
 
   SizeHeap heap;  // minagree's largest-first order, kept across the plans
   if (minagree) {
-    for (MJob* j : order) heap.push_back({j->target, j});
+    for (MJob* j : order)
+      if (j->can_give()) heap.push_back({j->target, j});
     std::make_heap(heap.begin(), heap.end(), bigger);
   }
 
@@ -348,7 +349,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
   std::vector<int64_t> unheld;  // held jobs started by shrinking
   for (int hi = head; !prma && hi >= 0 && hi < W; ++hi) {
     const WaitingJob& h = snap.waiting[hi];
-    if (started.count(h.id)) continue;
+    if (started[hi]) continue;
     const int need = need_of(h, rule, pool.up);
     if (need == 0 || need > pool.up) continue;  // can never start: held "Resources"
     if (!size_of(h, rule, pool.up, pool.avail())) {
@@ -375,13 +376,13 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     const int k = size_of(h, rule, pool.up, pool.avail());
     if (k == 0) break;  // cannot happen: the plan covered the need
     Start st{h.id, pool.take(k)};
-    auto at = std::find_if(d.starts.begin(), d.starts.end(),
-                           [&](const Start& s) { return queue_pos[s.job] > hi; });
-    d.starts.insert(at, std::move(st));
-    started[h.id] = true;
+    auto at = std::upper_bound(start_pos.begin(), start_pos.end(), hi) - start_pos.begin();
+    d.starts.insert(d.starts.begin() + at, std::move(st));
+    start_pos.insert(start_pos.begin() + at, hi);
+    started[hi] = 1;
     unheld.push_back(h.id);
     held = false;
-    for (int k2 = hi + 1; k2 < W && !held; ++k2) held = !started.count(snap.waiting[k2].id);
+    for (int k2 = hi + 1; k2 < W && !held; ++k2) held = !started[k2];
   }
   if (!unheld.empty()) {
     std::unordered_map<int64_t, bool> gone;
