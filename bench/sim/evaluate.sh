@@ -98,7 +98,8 @@ if command -v gnuplot >/dev/null; then
     shift 4
     local p plots=""
     for p in "$@"; do
-      plots+="${plots:+, }'$dat' using (strcol(2) eq '$p' ? \$1*100 : 1/0):$col with linespoints title '$p'"
+      awk -v p="$p" '!/^#/ && $2 == p' "$dat" >"$TMP/$p.dat"   # one file per line of the plot
+      plots+="${plots:+, }'$TMP/$p.dat' using (\$1*100):$col with linespoints lw 2 title '$p'"
     done
     gnuplot -e "set terminal pngcairo size 900,600 noenhanced; set output '$png'; set xlabel 'malleable jobs [%]'; set ylabel '$ylabel'; set key outside right; set grid; plot $plots"
   }
