@@ -93,15 +93,16 @@ print(f"minagree 0 % -> 100 %: makespan {float(a[2]):.0f} s -> {float(b[2]):.0f}
 PY
 
 if command -v gnuplot >/dev/null; then
+  q() { local s=${1//\'/\'\'}; printf "'%s'" "$s"; }   # a gnuplot string literal
   plot() {  # DATA COLUMN YLABEL PNG POLICIES... (one line per policy)
     local dat=$1 col=$2 ylabel=$3 png=$4
     shift 4
     local p plots=""
     for p in "$@"; do
       awk -v p="$p" '!/^#/ && $2 == p' "$dat" >"$TMP/$p.dat"   # one file per line of the plot
-      plots+="${plots:+, }'$TMP/$p.dat' using (\$1*100):$col with linespoints lw 2 title '$p'"
+      plots+="${plots:+, }$(q "$TMP/$p.dat") using (\$1*100):$col with linespoints lw 2 title $(q "$p")"
     done
-    gnuplot -e "set terminal pngcairo size 900,600 noenhanced; set output '$png'; set xlabel 'malleable jobs [%]'; set ylabel '$ylabel'; set key outside right; set grid; plot $plots"
+    gnuplot -e "set terminal pngcairo size 900,600 noenhanced; set output $(q "$png"); set xlabel 'malleable jobs [%]'; set ylabel $(q "$ylabel"); set key outside right; set grid; plot $plots"
   }
   plot "$ESP" 3 'makespan [s]' "$OUT/esp-makespan.png" easy backfill fpsma egs perf minagree
   plot "$ESP" 5 'average wait [s]' "$OUT/esp-wait.png" easy backfill fpsma egs perf minagree
