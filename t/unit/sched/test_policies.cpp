@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "dynres/sched.hpp"
+#include "snapshots.hpp"
 
 using namespace dynres::sched;
 using V = std::vector<int>;
@@ -13,18 +14,8 @@ namespace {
 
 constexpr double kNow = 1000;
 
-Snapshot cluster(int n) {
-  Snapshot s;
-  s.now = kNow;
-  for (int i = 0; i < n; ++i) s.nodes.push_back({"n" + std::to_string(i), true, 0});
-  return s;
-}
-
-V range(int lo, int hi) {  // [lo, hi)
-  V v(hi - lo);
-  std::iota(v.begin(), v.end(), lo);
-  return v;
-}
+Snapshot cluster(int n) { return test::cluster(n, kNow); }
+using test::range;
 
 void run(Snapshot& s, int64_t id, V nodes, double start, double limit) {
   for (int n : nodes) s.nodes[n].job = id;
