@@ -242,7 +242,8 @@ class ClientImpl {
       for (auto& x : list) peers.push_back(x.at("address"));
       json r = request(l->sock,
                        {{"op", "hello"}, {"app", app}, {"uid", uid}, {"slot", slot}, {"nslots", nslots},
-                        {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"peers", peers}, {"provider", fab->provider()},
+                        {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"nranks", comm.size()},
+                        {"peers", peers}, {"provider", fab->provider()},
                         {"addr", fab->address_hex()}},
                        cfg.connect_timeout_ms * 10);
       l->peer = fab->add_peer(r.at("addr"));
@@ -1153,12 +1154,22 @@ int Client::finalize(int flags) {
   if (flags & ~IC_PERSIST) return ICHECK_EINVAL;
   int rc = wait();
   bool persist = flags & IC_PERSIST;
+  // Without IC_PERSIST the agents stop after this: the newest version must
+  // be on the second level first. A failed flush (the agent's write, or on
+  // a multi-agent set the manifest of all parts) is reported: every rank
+  // returns ICHECK_EIO and icheck_strerror/last error name the cause.
+  bool flushed = true;
   if (s.agent && !persist) {
     try {
-      request(s.agent->sock, {{"op", "flush"}}, 120000);
-    } catch (...) {
+      request(s.agent->sock, {{"op", "flush"}, {"timeout_ms", 120000}}, 125000);
+    } catch (const std::exception& e) {
+      s.last_error = std::string("flush before finalize failed: ") + e.what();
+      std::fprintf(stderr, "icheck: %s\n", s.last_error_.c_str());
+      flushed = false;
     }
   }
+  flushed = s.comm.all(flushed);
+  if (rc == ICHECK_OK && !flushed) rc = ICHECK_EIO;
   s.comm.barrier();
   s.ctl_quiet({{"op", "finalize"}, {"app_id", s.app_id}, {"persist", persist}});
   s.agent.reset();
@@ -1182,5 +1193,6 @@ int Client::finalize(int flags) {
 int64_t Client::version() const { return impl_->version; }
 const char* Client::mode() const { return impl_->mode.c_str(); }
 double Client::last_commit_seconds() const { return impl_->last_tsync; }
+const char* Client::last_error() const { return impl_->last_error_.c_str(); }
 
 }  // namespace dynres::icheck

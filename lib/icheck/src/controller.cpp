@@ -138,6 +138,7 @@ class Controller {
   }
 
   int run(std::atomic<bool>* stop) {
+    require_safe_tcp_auth(addr_);  // before waiting as a standby: fail at start
     const double lease = cfg_.heartbeat_interval * cfg_.heartbeat_misses;
     if (opt_.standby) {
       std::fprintf(stderr, "icheckd controller: standby, watching the primary's lease\n");
@@ -347,16 +348,58 @@ class Controller {
     }
   }
 
+  /// The iCheck service itself: root, or the uid the daemons run as
+  /// (managers heartbeat, the controller commands managers). -1 = identity
+  /// unknown (TCP with ICHECK_TCP_AUTH=none, allowed only on loopback).
+  static bool is_service(long uid) { return uid == 0 || uid == long(::geteuid()); }
+
+  /// The application `app_id` of the message, which the peer must own
+  /// (registered under the peer's authenticated uid) unless it is the
+  /// service. Throws "perm: ..." / "noent: ...". Caller holds mu_.
+  int64_t owned_app(const json& m, long uid, const std::string& op) {
+    auto it = m.find("app_id");
+    if (it == m.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+      throw std::runtime_error("invalid: " + op + " needs a non-negative integer app_id");
+    const int64_t app = it->get<int64_t>();
+    Stmt q(*db_, "SELECT uid FROM icheck_apps WHERE id = ?");
+    q.bind(1, app);
+    if (!q.step()) throw std::runtime_error("noent: unknown application " + std::to_string(app));
+    const long owner = long(q.i64(0));
+    if (uid >= 0 && !is_service(uid) && owner != uid) {
+      std::fprintf(stderr, "icheckd controller: refused %s of application %lld (uid %ld) from uid %ld\n", op.c_str(),
+                   (long long)app, owner, uid);
+      throw std::runtime_error("perm: application " + std::to_string(app) + " belongs to another user");
+    }
+    return app;
+  }
+
   json handle(const json& m, long uid) {
+    if (!m.is_object()) throw std::runtime_error("invalid: a request must be a JSON object");
     std::string op = m.value("op", "");
-    if (uid >= 0 && m.contains("uid") && uid != 0 && m["uid"].get<long>() != uid)
+    if (uid >= 0 && m.contains("uid") && !is_service(uid) &&
+        (!m["uid"].is_number_integer() || m["uid"].get<long>() != uid))
       throw std::runtime_error("perm: uid mismatch");
+    if (op == "heartbeat" && uid >= 0 && !is_service(uid)) {
+      std::fprintf(stderr, "icheckd controller: refused heartbeat from uid %ld: only managers (uid %ld) may send it\n",
+                   uid, long(::geteuid()));
+      throw std::runtime_error("perm: only the iCheck managers (uid " + std::to_string(::geteuid()) +
+                               ") may send heartbeat");
+    }
     std::lock_guard<std::mutex> g(mu_);
     if (op == "heartbeat") return heartbeat(m);
-    if (op == "register") return reg(m);
-    if (op == "probe") return probe(m);
+    if (op == "register") return reg(m, uid);
+    if (op == "probe") {
+      owned_app(m, uid, op);
+      return probe(m);
+    }
+    if (op == "status") return status(uid);
+    const int64_t app_id = owned_app(m, uid, op);
     if (op == "version") {
-      int64_t app = m.at("app_id"), v = m.at("v");
+      const int64_t app = app_id;
+      auto vj = m.find("v");
+      if (vj == m.end() || !vj->is_number_integer() || vj->get<int64_t>() < 1)
+        throw std::runtime_error("invalid: version needs an integer v >= 1");
+      const int64_t v = vj->get<int64_t>();
       db_->write_tx([&] {
         Stmt(*db_, "INSERT OR REPLACE INTO icheck_versions VALUES(?,?,?,?,?,?)")
             .bind(1, app).bind(2, v).bind(3, m.value("bytes", int64_t(0))).bind(4, m.value("tsync", 0.0))
@@ -367,16 +410,15 @@ class Controller {
       return {{"ok", true}};
     }
     if (op == "agent_failed") {
-      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, m.value("app_id", int64_t(-1))).run();
+      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, app_id).run();
       return {{"ok", true}};
     }
     if (op == "finalize") {
-      int64_t app = m.at("app_id");
+      const int64_t app = app_id;
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
       if (!m.value("persist", false)) stop_agents(app, true);
       return {{"ok", true}};
     }
-    if (op == "status") return status();
     throw std::runtime_error("invalid: unknown op '" + op + "'");
   }
 
@@ -484,7 +526,8 @@ class Controller {
           }
           send_msg(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
                        {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
-                       {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions}});
+                       {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions},
+                       {"max_bytes", uint64_t(std::max(0.0, dyn_.max_mem_node_gb) * 1e9)}});
           json r = recv_msg(s, cfg_.request_timeout_ms);
           if (r.contains("error")) throw std::runtime_error("refused: " + r["error"].get<std::string>());
           for (auto& a : r.at("agents")) {
@@ -507,32 +550,61 @@ class Controller {
       }
       if (!failed) return agents;
       // roll back the partial set and retry without the failed node
-      for (auto& a : agents) stop_agent_ids({a.at("id").get<std::string>()}, false);
+      std::vector<std::string> ids;
+      for (auto& a : agents) ids.push_back(a.at("id").get<std::string>());
+      stop_agent_ids(ids, false);
     }
     throw std::runtime_error("could not start agents");
   }
 
-  void stop_agent_ids(const std::vector<std::string>& ids, bool flush) {
+  /// Stop agents `ids` through their managers, all nodes at once (one
+  /// request per node, concurrently): with `flush` every agent of the set
+  /// flushes at the same time, so agent 0 gets every part and writes the
+  /// manifest (stopping one by one would stop agent 0 before the others'
+  /// parts reach it). Flush failures are logged. Returns false when some
+  /// flush failed or a manager did not answer.
+  bool stop_agent_ids(const std::vector<std::string>& ids, bool flush) {
+    std::map<std::string, std::vector<std::string>> per_node;
     for (auto& id : ids) {
       Stmt q(*db_, "SELECT node FROM icheck_agents WHERE id = ?");
       q.bind(1, id);
-      if (!q.step()) continue;
-      std::string node = q.text(0);
-      try {
-        Socket s = connect_to(node_address(node), 1000);
-        request(s, {{"op", "stop"}, {"ids", {id}}, {"flush", flush}}, 30000);
-      } catch (...) {
-      }
-      Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+      if (q.step()) per_node[q.text(0)].push_back(id);
     }
+    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
+    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
+    std::vector<std::string> errs(jobs.size());
+    std::vector<std::thread> th;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      th.emplace_back([&, i] {
+        try {
+          Socket s = connect_to(jobs[i].second, 1000);
+          json r = request(s, {{"op", "stop"}, {"ids", per_node[jobs[i].first]}, {"flush", flush}}, 65000);
+          for (auto& e : r.value("flush_errors", json::array()))
+            errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
+                       e.value("error", std::string("?"));
+        } catch (const std::exception& e) {
+          errs[i] = std::string("manager unreachable: ") + e.what();
+        }
+      });
+    for (auto& t : th) t.join();
+    bool ok = true;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!errs[i].empty()) {
+        ok = false;
+        std::fprintf(stderr, "icheckd controller: node %s: stopping agents%s: %s\n", jobs[i].first.c_str(),
+                     flush ? " with flush" : "", errs[i].c_str());
+      }
+    for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+    return ok;
   }
-  void stop_agents(int64_t app, bool flush) {
+  bool stop_agents(int64_t app, bool flush) {
     std::vector<std::string> ids;
     Stmt q(*db_, "SELECT id FROM icheck_agents WHERE app_id = ? AND state = 'up'");
     q.bind(1, app);
     while (q.step()) ids.push_back(q.text(0));
-    stop_agent_ids(ids, flush);
+    const bool ok = stop_agent_ids(ids, flush);
     Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run();
+    return ok;
   }
 
   json agents_of(int64_t app, bool* all_up) {
@@ -560,9 +632,14 @@ class Controller {
   }
 
   // Alg. 5 agent_selection, on icheck_init.
-  json reg(const json& m) {
+  json reg(const json& m, long peer) {
     std::string name = m.at("app");
-    uint32_t uid = m.at("uid");
+    // the application is bound to the authenticated uid (the claimed one
+    // only from the service, or when the identity is unknown)
+    if (!m.contains("uid") || !m["uid"].is_number_unsigned() || m["uid"].get<uint64_t>() > UINT32_MAX)
+      throw std::runtime_error("invalid: register needs the uid");
+    uint32_t uid = m["uid"].get<uint32_t>();
+    if (peer >= 0 && !is_service(peer) && long(uid) != peer) throw std::runtime_error("perm: uid mismatch");
     AppShape shape{m.value("nodes", 1), m.value("procs", 1), m.value("strategy", "mr") == "shmr"};
     Stmt q(*db_, "SELECT id, num_agents, version FROM icheck_apps WHERE name = ? AND uid = ?");
     q.bind(1, name).bind(2, int64_t(uid));
@@ -618,7 +695,9 @@ class Controller {
     return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}, {"params", params()}};
   }
 
-  json status() {
+  /// Status for `uid`: everything for the service; an ordinary user sees
+  /// the nodes and only their own applications.
+  json status(long uid = 0) {
     json out = {{"controller", addr_}, {"pid", ::getpid()}, {"nodes", json::array()}, {"apps", json::array()}};
     Stmt n(*db_, "SELECT node, address, state, last_heartbeat, metrics, epoch, pid, host, relaunches, relaunch_pid "
                  "FROM icheck_nodes ORDER BY node");
@@ -629,6 +708,7 @@ class Controller {
                               {"relaunches", n.i64(8)}, {"relaunch_pid", n.i64(9)}});
     Stmt a(*db_, "SELECT id, name, uid, num_agents, version, is_active, needs_change FROM icheck_apps ORDER BY id");
     while (a.step()) {
+      if (uid >= 0 && !is_service(uid) && a.i64(2) != uid) continue;
       bool up;
       out["apps"].push_back({{"id", a.i64(0)}, {"name", a.text(1)}, {"uid", a.i64(2)}, {"num_agents", a.i64(3)},
                              {"version", a.i64(4)}, {"active", a.i64(5) != 0}, {"needs_change", a.i64(6) != 0},

@@ -65,6 +65,7 @@ class Manager {
   }
 
   int run(std::atomic<bool>* stop) {
+    require_safe_tcp_auth(opt_.listen);
     const bool on_path = is_unix_address(opt_.listen);
     if (on_path) claim_socket_path();
     Socket l = listen_on(opt_.listen);
@@ -81,6 +82,14 @@ class Manager {
         json m = recv_msg(c, 10000);
         json r;
         try {
+          // Only the service (the controller: root or this manager's uid)
+          // commands a manager; -1 = TCP without authentication (loopback only).
+          const long pu = peer_uid(c);
+          if (pu >= 0 && pu != 0 && pu != long(::geteuid())) {
+            std::fprintf(stderr, "icheckd manager %s: refused a request from uid %ld\n", opt_.node.c_str(), pu);
+            throw std::runtime_error("perm: only the iCheck controller (uid " + std::to_string(::geteuid()) +
+                                     ") may command a manager");
+          }
           r = handle(m);
         } catch (const std::exception& e) {
           r = {{"error", e.what()}};
@@ -131,8 +140,19 @@ class Manager {
       return {{"ok", true}, {"agents", out}};
     }
     if (op == "stop") {
-      for (auto& idj : m.at("ids")) stop_agent(idj.get<std::string>(), m.value("flush", false));
-      return {{"ok", true}};
+      // Agents are stopped concurrently: with flush, agent 0 of a set waits
+      // for the other agents' parts before it writes the manifest.
+      std::vector<std::string> ids;
+      for (auto& idj : m.at("ids")) ids.push_back(idj.get<std::string>());
+      std::vector<std::string> errs(ids.size());
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < ids.size(); ++i)
+        th.emplace_back([&, i] { errs[i] = stop_agent(ids[i], m.value("flush", false)); });
+      for (auto& t : th) t.join();
+      json fe = json::array();
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (!errs[i].empty()) fe.push_back({{"id", ids[i]}, {"error", errs[i]}});
+      return {{"ok", true}, {"flush_errors", fe}};
     }
     if (op == "metrics") return metrics();
     if (op == "ping") return {{"ok", true}, {"node", opt_.node}, {"pid", ::getpid()}, {"epoch", epoch_.load()}};
@@ -153,6 +173,8 @@ class Manager {
                                      "--exit-with-parent"};
     if (!cfg_.fabric_node.empty()) args.insert(args.end(), {"--fabric-node", cfg_.fabric_node});
     if (!m.value("multi_level", true)) args.push_back("--no-multi-level");
+    if (m.contains("max_bytes") && m["max_bytes"].is_number_unsigned())
+      args.insert(args.end(), {"--max-bytes", std::to_string(m["max_bytes"].get<uint64_t>())});
     std::string log = (fs::path(cfg_.run_dir) / ("agent-" + id + ".log")).string();
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -183,23 +205,31 @@ class Manager {
     throw std::runtime_error("icagent did not become ready");
   }
 
-  void stop_agent(const std::string& id, bool flush) {
+  /// Stop agent `id` (with `flush`: it writes its newest version to the
+  /// second level first). Returns "" or why the flush failed (logged).
+  std::string stop_agent(const std::string& id, bool flush) {
     AgentProc a;
     {
       std::lock_guard<std::mutex> g(mu_);
       auto it = agents_.find(id);
-      if (it == agents_.end()) return;
+      if (it == agents_.end()) return "";
       a = it->second;
       agents_.erase(it);
     }
-    if (!a.alive) return;
+    if (!a.alive) return "";
+    std::string err;
     try {
       Socket s = connect_to(a.address, 1000);
-      request(s, {{"op", "shutdown"}, {"flush", flush}}, 60000);
-    } catch (...) {
+      request(s, {{"op", "shutdown"}, {"flush", flush}, {"timeout_ms", 50000}}, 60000);
+    } catch (const std::exception& e) {
+      err = e.what();
+      if (flush)
+        std::fprintf(stderr, "icheckd manager %s: agent %s: flush at stop failed: %s\n", opt_.node.c_str(), id.c_str(),
+                     e.what());
       ::kill(a.pid, SIGTERM);
     }
     reap_or_kill({a.pid}, 2000);
+    return flush ? err : "";
   }
 
   /// Wait up to `ms` milliseconds for the agent processes `pids` (children of

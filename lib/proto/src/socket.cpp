@@ -217,7 +217,7 @@ std::optional<std::string> authenticate(Socket& s) {
   json m;
   detail::ReadEnd end;
   try {
-    end = detail::read_frame(s.fd(), kAuthTimeoutMs, m);
+    end = detail::read_frame(s.fd(), kAuthTimeoutMs, m, kMaxAuthFrame);
   } catch (const ProtoError& e) {
     return std::string(e.what());
   }

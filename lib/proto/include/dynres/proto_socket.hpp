@@ -77,6 +77,10 @@ void set_tcp_auth(TcpAuth mode);
 
 /// How long accept_on() waits for the auth frame of a new TCP connection (ms).
 constexpr int kAuthTimeoutMs = 2000;
+/// Largest auth frame (bytes of JSON body) accept_on() reads from a TCP peer
+/// that has not authenticated yet; a MUNGE credential is a few hundred
+/// bytes. A longer announced frame is refused before its body is read.
+constexpr std::size_t kMaxAuthFrame = 8192;
 
 /// Listen on addr (backlog = pending connections). For "host:0" the kernel
 /// picks a port; bound_address() returns the effective address. A Unix socket
