@@ -160,7 +160,8 @@ if ((EUID == 0)) && id nobody >/dev/null 2>&1; then
   expect_node "$C" spoof no "the spoofed uid changed nothing"
   NCRED=$(su -s /bin/sh nobody -c 'munge -n')
   REPLY=$(rawtcp "$ADDR" "{\"op\":\"auth\",\"munge\":\"$NCRED\"}" "{\"op\":\"heartbeat\",\"node\":\"honest\",\"uid\":$(id -u nobody)}")
-  assert_contains "$REPLY" '"ok":true' "nobody claiming its own uid is accepted"
+  assert_contains "$REPLY" '"error":"perm: only the iCheck managers' "nobody's heartbeat is refused: only managers may send it"
+  expect_node "$C" honest no "the refused heartbeat changed nothing"
 else
   t_log "part (4) needs root and the user nobody: not run"
 fi
