@@ -173,10 +173,14 @@ class Agent {
                          }),
                          done});
     }
-    stop_ = true;
     {
+      // under mu_, then wake every waiter: a flush waiting for its write or
+      // its manifest ends at once ("shutdown: ...") instead of at its timeout
       std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
       for (auto& c : conns_) c->shutdown();
+      pfs_done_cv_.notify_all();
+      pfs_cv_.notify_all();
     }
     for (auto& w : workers) w.t.join();
     pfs_cv_.notify_all();

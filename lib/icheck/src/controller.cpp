@@ -62,7 +62,13 @@ const std::vector<std::string> kMigrations = {
        ALTER TABLE icheck_nodes ADD COLUMN up_since REAL;
        ALTER TABLE icheck_nodes ADD COLUMN relaunches INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE icheck_nodes ADD COLUMN relaunch_at REAL;
-       ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)"};
+       ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)",
+    // 3: controller epoch (issue 11 item 12): every controller that becomes
+    // active takes the next epoch; the lease is renewed only while the row
+    // still holds this controller's epoch, so a primary that was stalled
+    // past its lease finds itself fenced instead of acting beside the
+    // standby that took over.
+    R"(ALTER TABLE icheck_controller ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;)"};
 
 /// Wait statuses of detached children, recorded by their reaper threads and
 /// drained by the controller's monitor. Shared, so that a reaper finishing
@@ -138,6 +144,7 @@ class Controller {
   }
 
   int run(std::atomic<bool>* stop) {
+    stop_ = stop;
     require_safe_tcp_auth(addr_);  // before waiting as a standby: fail at start
     const double lease = cfg_.heartbeat_interval * cfg_.heartbeat_misses;
     if (opt_.standby) {
@@ -155,29 +162,97 @@ class Controller {
       db_->exec("UPDATE icheck_nodes SET last_heartbeat = " + std::to_string(wall()) + " WHERE state = 'up'");
       db_->exec("UPDATE icheck_nodes SET relaunch_at = " + std::to_string(wall()) + " WHERE state = 'relaunching'");
     }
-    renew_lease();
+    take_lease();
+    lease_db_ = std::make_unique<Db>(cfg_.state_file, false);
+    std::thread lease_th([&] { lease_loop(stop); });
     if (is_unix_address(addr_)) fs::create_directories(fs::path(addr_.substr(5)).parent_path());
     Socket l = listen_on(addr_);
     std::printf("READY %s\n", bound_address(l, addr_).c_str());
     std::fflush(stdout);
     std::thread mon([&] { monitor(stop); });
-    std::vector<std::thread> th;
     while (!*stop) {
       Socket c = accept_on(l, 200);
       if (!c.valid()) continue;
+      if (active_ >= kMaxConnections) {  // bounded: refuse rather than spawn without end
+        try { send_msg(c, {{"error", "busy: too many connections to the controller"}}); } catch (...) {}
+        continue;
+      }
       auto sp = std::make_shared<Socket>(std::move(c));
-      std::thread([this, sp] { serve(*sp); }).detach();
+      active_++;
+      std::thread([this, sp] {
+        serve(*sp);
+        active_--;
+      }).detach();
     }
     mon.join();
-    return 0;
+    lease_th.join();
+    // the per-connection threads use this object: wait for them (each ends
+    // within its 10 s receive timeout plus its request)
+    while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fenced_) std::fprintf(stderr, "icheckd controller: stopped (fenced by epoch %lld)\n", (long long)fenced_by_);
+    return fenced_ ? 3 : 0;
   }
 
  private:
-  void renew_lease() {
+  /// Become the active controller: take the next controller epoch.
+  void take_lease() {
     std::lock_guard<std::mutex> g(mu_);
-    Stmt(*db_, "INSERT INTO icheck_controller(id, address, pid, heartbeat) VALUES(1, ?, ?, ?) "
-               "ON CONFLICT(id) DO UPDATE SET address = excluded.address, pid = excluded.pid, heartbeat = excluded.heartbeat")
-        .bind(1, addr_).bind(2, int64_t(::getpid())).bind(3, wall()).run();
+    db_->write_tx([&] {
+      int64_t cur = 0;
+      {
+        Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+        if (q.step()) cur = q.i64(0);
+      }
+      epoch_ = cur + 1;
+      Stmt(*db_, "INSERT INTO icheck_controller(id, address, pid, heartbeat, epoch) VALUES(1, ?, ?, ?, ?) "
+                 "ON CONFLICT(id) DO UPDATE SET address = excluded.address, pid = excluded.pid, "
+                 "heartbeat = excluded.heartbeat, epoch = excluded.epoch")
+          .bind(1, addr_).bind(2, int64_t(::getpid())).bind(3, wall()).bind(4, epoch_).run();
+    });
+    std::fprintf(stderr, "icheckd controller: active with epoch %lld\n", (long long)epoch_);
+  }
+
+  /// Renew the lease every half heartbeat interval on its own connection,
+  /// never waiting for mu_ (requests that start agents hold it for long).
+  /// The row must still carry our epoch: otherwise a standby took over
+  /// while we were stalled, and we stop (fenced).
+  void lease_loop(std::atomic<bool>* stop) {
+    while (!*stop) {
+      try {
+        Stmt(*lease_db_, "UPDATE icheck_controller SET heartbeat = ? WHERE id = 1 AND epoch = ?")
+            .bind(1, wall()).bind(2, epoch_).run();
+        if (lease_db_->changes() == 0) fence("the lease");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icheckd controller: lease: %s\n", e.what());
+      }
+      for (int i = 0; i < int(cfg_.heartbeat_interval * 5) && !*stop; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  /// A newer controller epoch holds the state file: stop acting at once.
+  void fence(const char* where) {
+    int64_t cur = -1;
+    try {
+      Stmt q(*lease_db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+      if (q.step()) cur = q.i64(0);
+    } catch (...) {
+    }
+    if (!fenced_.exchange(true))
+      std::fprintf(stderr, "icheckd controller: fenced (%s): epoch %lld holds the state file, this one has %lld; stopping\n",
+                   where, (long long)cur, (long long)epoch_);
+    fenced_by_ = cur;
+    if (stop_) *stop_ = true;
+  }
+
+  /// Every request and every supervision pass first checks that this
+  /// controller still holds the state file (caller holds mu_).
+  void check_epoch() {
+    if (fenced_) throw std::runtime_error("fenced: this controller was superseded by a newer one");
+    Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+    if (q.step() && q.i64(0) == epoch_) return;
+    fence("a request");
+    throw std::runtime_error("fenced: this controller was superseded by a newer one");
   }
 
   void monitor(std::atomic<bool>* stop) {
@@ -185,8 +260,8 @@ class Controller {
     while (!*stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(int(cfg_.heartbeat_interval * 500)));
       try {
-        renew_lease();
         std::lock_guard<std::mutex> g(mu_);
+        check_epoch();
         check_nodes();
         if (wall() - last_dyn > dyn_.read_interval) {  // Listing 6.2 readInterval
           dyn_ = load_dynamic(cfg_.dynamic_file, cfg_.dyn);
@@ -386,6 +461,7 @@ class Controller {
                                ") may send heartbeat");
     }
     std::lock_guard<std::mutex> g(mu_);
+    check_epoch();
     if (op == "heartbeat") return heartbeat(m);
     if (op == "register") return reg(m, uid);
     if (op == "probe") {
@@ -469,7 +545,21 @@ class Controller {
       std::fprintf(stderr, "icheckd controller: node %s: manager pid %lld %s (epoch %lld)%s\n", node.c_str(),
                    (long long)pid, registering ? "registered" : "is back", (long long)epoch,
                    state == "relaunching" ? ", relaunch done" : "");
-    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}, {"epoch", epoch}};
+    // Agents the manager still runs that this controller no longer counts
+    // on (declared lost while the manager was unreachable, or stopped): the
+    // manager stops them, so they do not hold their memory for nothing.
+    // Ids the controller does not know yet (a start in flight) are left alone.
+    json stop_ids = json::array();
+    for (auto& a : m.value("agents", json::array())) {
+      if (!a.is_string()) continue;
+      Stmt q(*db_, "SELECT state FROM icheck_agents WHERE id = ? AND node = ?");
+      q.bind(1, a.get<std::string>()).bind(2, node);
+      if (q.step() && q.text(0) != "up") stop_ids.push_back(a);
+    }
+    if (!stop_ids.empty())
+      std::fprintf(stderr, "icheckd controller: node %s: asking the manager to stop %zu agent(s) no longer in use\n",
+                   node.c_str(), stop_ids.size());
+    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}, {"epoch", epoch}, {"stop_agents", stop_ids}};
   }
 
   std::vector<NodeStatus> nodes() {
@@ -602,6 +692,7 @@ class Controller {
     Stmt q(*db_, "SELECT id FROM icheck_agents WHERE app_id = ? AND state = 'up'");
     q.bind(1, app);
     while (q.step()) ids.push_back(q.text(0));
+    q.reset();  // see reg()
     const bool ok = stop_agent_ids(ids, flush);
     Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run();
     return ok;
@@ -646,6 +737,9 @@ class Controller {
     int64_t id = -1, version = 0;
     int num = 0;
     if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2);
+    q.reset();  // end the read: a statement kept open would pin a stale snapshot
+                // and make this connection's writes fail "database is locked"
+                // once the lease thread (own connection) has written
     if (id >= 0) {
       bool up = false;
       json agents = agents_of(id, &up);
@@ -678,6 +772,7 @@ class Controller {
     CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
     bool needs = q.i64(6) != 0 || m.value("failed", false);
     AppShape shape{m.value("nodes", int(q.i64(7))), m.value("procs", int(q.i64(8))), q.text(9) == "shmr"};
+    q.reset();  // see reg()
     bool up = false;
     json cur = agents_of(id, &up);
     if (!up) needs = true;
@@ -726,6 +821,13 @@ class Controller {
   int seq_ = 0;
   std::shared_ptr<Reaped> reaped_ = std::make_shared<Reaped>();
   std::set<pid_t> children_;  ///< launch commands started here and not yet reaped (under mu_)
+  int64_t epoch_ = 0;                ///< controller epoch held (take_lease)
+  std::unique_ptr<Db> lease_db_;     ///< the lease thread's own connection
+  std::atomic<bool> fenced_{false};
+  std::atomic<int64_t> fenced_by_{0};
+  std::atomic<bool>* stop_ = nullptr;
+  std::atomic<int> active_{0};       ///< connection threads running
+  static constexpr int kMaxConnections = 256;
 };
 }  // namespace
 

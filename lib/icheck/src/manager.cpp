@@ -202,6 +202,7 @@ class Manager {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);  // reaped: no zombie per failed start
     throw std::runtime_error("icagent did not become ready");
   }
 
@@ -245,6 +246,9 @@ class Manager {
 
   /// §6.3 metrics of this node.
   json metrics() {
+    // called by the heartbeat thread and by "metrics" requests: the rate
+    // state below (last_t_, ncops_, used_bytes_, ...) is shared
+    std::lock_guard<std::mutex> mg(metrics_mu_);
     double now = wall();
     double avail = mem_available();
     if (opt_.mem_limit_gb > 0) avail = std::min(avail, opt_.mem_limit_gb * 1e9 - used_bytes_);
@@ -312,21 +316,23 @@ class Manager {
   void heartbeat_loop(std::atomic<bool>* stop) {
     size_t cur = 0;
     while (!*stop) {
-      std::vector<std::string> dead;
+      std::vector<std::string> dead, live;
       {
         std::lock_guard<std::mutex> g(mu_);
         for (auto& [id, a] : agents_) {
           int st;
-          if (a.alive && ::waitpid(a.pid, &st, WNOHANG) == a.pid) {
+          if (a.alive && a.pid > 0 && ::waitpid(a.pid, &st, WNOHANG) == a.pid) {
             a.alive = false;
             dead.push_back(id);
+          } else if (a.alive) {
+            live.push_back(id);
           }
         }
       }
       // epoch 0 = "register me": the controller answers with this manager's
       // incarnation number; a newer one on the same node supersedes us (§6.5.2).
       json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", metrics()},
-                  {"dead_agents", dead}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
+                  {"dead_agents", dead}, {"agents", live}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
       bool sent = false;
       for (size_t k = 0; k < cfg_.controllers.size() && !sent && !*stop; ++k) {
         size_t i = (cur + k) % cfg_.controllers.size();
@@ -349,6 +355,13 @@ class Manager {
           }
           sent = true;
           cur = i;
+          // agents the controller declared lost meanwhile: stop them
+          for (auto& id : r.value("stop_agents", json::array()))
+            if (id.is_string()) {
+              std::fprintf(stderr, "icheckd manager %s: stopping agent %s (the controller no longer uses it)\n",
+                           opt_.node.c_str(), id.get<std::string>().c_str());
+              stop_agent(id.get<std::string>(), false);
+            }
         } catch (...) {
         }
       }
@@ -373,6 +386,7 @@ class Manager {
   StaticConfig cfg_;
   std::string addr_;
   std::mutex mu_;
+  std::mutex metrics_mu_;  ///< serialises metrics() (taken before mu_)
   std::map<std::string, AgentProc> agents_;
   long long ncops_ = 0;
   double last_t_ = 0, last_avail_ = 0, last_op_ = 0, used_bytes_ = 0, rapl_uj_ = 0, rapl_t_ = 0;

@@ -285,3 +285,35 @@ TEST_CASE("agent: begin over the agent's limit is refused, the library falls bac
   CHECK(c.finalize(IC_PERSIST) == ICHECK_OK);
   CHECK(a.alive());
 }
+
+TEST_CASE("agent: stopping wakes a flush that waits (issue 11 item 13)", "[agent][safety]") {
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  Dir d;
+  const fs::path pfs = d.p / "pfs";
+  Agent a0(d.p, "a0", pfs), a1(d.p, "a1", pfs);
+  const std::vector<std::string> peers{a0.addr, a1.addr};
+  Link l0 = hello(a0.addr, 0, 2, 2, peers, 2);
+  Link l1 = hello(a1.addr, 1, 2, 2, peers, 2);
+  commit_push(l0, 1, {0}, 2);
+  commit_push(l1, 1, {1}, 2);
+  // agent 0 waits up to 30 s for agent 1's part, which never comes
+  auto f = std::async(std::launch::async, [&] {
+    try {
+      return l0.call({{"op", "flush"}, {"timeout_ms", 30000}}, 40000);
+    } catch (const std::exception& e) {
+      return json{{"error", e.what()}};
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(::kill(a0.pid, SIGTERM) == 0);
+  int st = -1;
+  REQUIRE(::waitpid(a0.pid, &st, 0) == a0.pid);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  a0.pid = -1;
+  CHECK(took < 3.0);
+  json r = f.get();
+  INFO(r.dump());
+  CHECK(r.contains("error"));  // never "ok": the manifest was not written
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# iCheck liveness (issue 11 item 12), with real daemons started by icheck-boot
+# (heartbeat 1 s, lease = 2 missed heartbeats, no relaunch):
+#   (1) lost agents are stopped: a manager stalled (SIGSTOP) past the lease is
+#       declared lost and its agents 'lost'; when it comes back, the
+#       controller tells it to stop those agents, and their processes end
+#       (they no longer hold their memory);
+#   (2) epoch-fenced takeover: the primary controller stalled past its lease
+#       is replaced by the standby (which takes the next controller epoch);
+#       when the old primary resumes it finds itself fenced and exits
+#       instead of acting as a second active controller.
+. "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
+
+for t in icheckd icagent ictest; do
+  [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"
+done
+t_begin 120
+unset ICHECK_CONFIG ICHECK_TRANSFER ICHECK_TCP_AUTH
+W=$T_TMP/home
+mkdir -p "$W"
+chmod 700 "$W"
+STOPPED=()
+trap 'rc=$?; for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done; "$DYNRES_SRC/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1; (exit $rc); _t_cleanup' EXIT
+timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-relaunch n1 >/dev/null ||
+  t_fatal "icheck-boot failed"
+export ICHECK_CONFIG=$W/icheck.yaml
+pid_of() { awk -v n="$1" '$1==n {print $2}' "$W/icheck/pids" | tail -1; }
+sqw() { sqlite3 -batch -cmd '.timeout 5000' "$W/state.db" "$1"; }
+
+# ------------------------------------------------ (1) lost agents are stopped
+t_run timeout 60 ictest live 20000 10 5 --persist
+assert_contains "$T_OUT" "FINAL 2 rdma" "the application committed through an agent"
+APID=$(sqw "SELECT a.pid FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'live' AND a.state = 'up'")
+AID=$(sqw "SELECT a.id FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'live' AND a.state = 'up'")
+[[ -n $APID ]] && pid_alive "$APID" || t_fatal "no live agent (pid '$APID')"
+MPID=$(pid_of manager-n1)
+kill -STOP "$MPID"; STOPPED+=("$MPID")
+agent_lost() { [[ $(sqw "SELECT state FROM icheck_agents WHERE id = '$AID'") == lost ]]; }
+wait_for 15 "the stalled manager's agent is declared lost" agent_lost || t_fatal "agent $AID not lost"
+kill -CONT "$MPID"; STOPPED=()
+agent_gone() { ! pid_alive "$APID"; }
+if wait_for 10 "the lost agent's process ends once its manager is back" agent_gone; then
+  t_pass "lost agent $AID (pid $APID) was stopped"
+else
+  t_fail "lost agent $AID (pid $APID) still runs: $(tail -3 "$W/icheck/manager-n1.log")"
+fi
+pid_alive "$MPID" && t_pass "the manager itself carries on" || t_fail "the manager exited"
+t_run timeout 60 ictest live 20000 20 5 --persist
+assert_eq 0 "$T_RC" "the application runs again afterwards (stderr: $T_ERR)"
+assert_contains "$T_OUT" "FINAL 4 rdma" "with new agents ($(tail -4 "$W/icheck/controller.log"))"
+
+# ------------------------------------------------ (2) fenced takeover
+CPID=$(pid_of controller)
+kill -STOP "$CPID"; STOPPED+=("$CPID")
+standby_active() { grep -q '^READY' "$W/icheck/controller-standby.log"; }
+wait_for 15 "the standby takes over from the stalled primary" standby_active || t_fatal "no takeover"
+kill -CONT "$CPID"; STOPPED=()
+primary_gone() { ! pid_alive "$CPID"; }
+if wait_for 8 "the old primary stops once it resumes" primary_gone; then
+  t_pass "the old primary exited"
+else
+  t_fail "the old primary still runs beside the standby"
+fi
+assert_contains "$(cat "$W/icheck/controller.log")" "fenced" "the old primary logs that it was fenced"
+assert_eq 2 "$(sqw "SELECT epoch FROM icheck_controller WHERE id = 1")" "the standby holds controller epoch 2"
+sleep 1.5  # the manager's next heartbeat reaches the standby
+t_run timeout 60 ictest after 20000 10 5 --persist
+assert_contains "$T_OUT" "FINAL 2 rdma" "applications are served by the new controller"
+t_done
