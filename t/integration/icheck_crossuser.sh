@@ -11,7 +11,9 @@
 #       start/stop on root's manager: every one is refused with "perm:" and
 #       the state file is unchanged; nobody's status lists only its own apps;
 #   (3) item 7: a TCP peer announcing a 64 MiB frame before authenticating is
-#       refused at once (the body is never read);
+#       refused at once (the body is never read); eight silent TCP peers do
+#       not delay an authenticated client (authentication off the accept
+#       thread);
 #   (4) item 10: ICHECK_TCP_AUTH=none is refused on a non-loopback address.
 # Needs root, the user nobody, setpriv and a working munged (t/fixtures/munge).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
@@ -157,6 +159,20 @@ EOF
 )
 assert_contains "$REPLY" "exceeds the limit of 8192 bytes" "a 64 MiB pre-auth frame is refused by size ($REPLY)"
 assert_le "${REPLY%% *}" 1.0 "the refusal comes at once, without waiting for the body"
+# silent peers holding connections open do not stall other clients: the
+# controller authenticates each connection on its own thread
+REPLY=$(python3 - "$ADDR" "$P/icheck.yaml" <<'EOF'
+import socket, subprocess, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(8)]
+time.sleep(0.2)
+t0 = time.time()
+r = subprocess.run(["icheckd", "--status", "--config", sys.argv[2]], capture_output=True, text=True)
+print("%.2f rc=%d" % (time.time() - t0, r.returncode))
+EOF
+)
+assert_contains "$REPLY" "rc=0" "icheckd --status is served while 8 silent peers are connected ($REPLY)"
+assert_le "${REPLY%% *}" 1.5 "and promptly"
 
 # ------------------------------------------- (4) ICHECK_TCP_AUTH=none off loopback
 t_run env ICHECK_TCP_AUTH=none timeout 10 icheckd --role controller --listen "0.0.0.0:$(free_port)" --config "$P/icheck.yaml"

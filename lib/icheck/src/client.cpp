@@ -615,6 +615,21 @@ class ClientImpl {
     return rc;
   }
 
+  /// Drop the agent link and fence every RMA target of this process: all
+  /// registrations (regions, staging buffer, SHMR segment) and the endpoint
+  /// are closed, so nothing an agent still sends can land; direct mode until
+  /// a later probe reconnects. Tells the controller (rank 0).
+  void drop_agents() {
+    agent.reset();
+    rmr.clear();
+    buf.reset();
+    if (seg) seg->mr.reset();
+    fab.reset();
+    fab_prov.clear();
+    mode = "direct";
+    ctl_quiet({{"op", "agent_failed"}, {"app_id", app_id}, {"error", last_error_}});
+  }
+
   std::string pfs_root() {
     if (!cfg.pfs_dir.empty()) return cfg.pfs_dir;
     return "/tmp/icheck-" + std::to_string(uid) + "/pfs";
@@ -1002,6 +1017,14 @@ int Client::restart() {
   else if (s.restart_src == "agents" && s.agent) ok = s.comm.all(s.restore_from_agent(s.restart_v));
   else s.comm.all(false);
   int rc = ok ? ICHECK_OK : ICHECK_ENOENT;
+  if (!ok && s.restart_src == "agents" && s.mode == "rdma") {
+    // Fence the agents before the fallback writes the regions: an agent
+    // that timed out may still be moving data into them (RMA into the
+    // registered regions) and its late replies would be read as answers to
+    // later requests. Every rank drops its agent link, deregisters its
+    // memory and closes its endpoint, and continues in direct mode.
+    s.drop_agents();
+  }
   if (!ok) {
     // Some rank may have restored in place from its agent before another
     // rank's agent failed: every rank now takes the second-level version.

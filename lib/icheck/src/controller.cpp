@@ -170,17 +170,33 @@ class Controller {
     std::printf("READY %s\n", bound_address(l, addr_).c_str());
     std::fflush(stdout);
     std::thread mon([&] { monitor(stop); });
+    // Connections are authenticated on their own thread (a slow or hostile
+    // TCP peer never stalls this loop), at most kMaxPerPeer at a time per
+    // peer host and kMaxConnections in all.
     while (!*stop) {
-      Socket c = accept_on(l, 200);
+      Socket c = accept_unauthenticated(l, 200);
       if (!c.valid()) continue;
-      if (active_ >= kMaxConnections) {  // bounded: refuse rather than spawn without end
-        try { send_msg(c, {{"error", "busy: too many connections to the controller"}}); } catch (...) {}
+      const std::string host = peer_host(c);
+      bool over = active_ >= kMaxConnections;
+      if (!over && !host.empty()) {
+        std::lock_guard<std::mutex> g(peers_mu_);
+        if (per_peer_[host] >= kMaxPerPeer) over = true;
+        else per_peer_[host]++;
+      }
+      if (over) {
+        std::fprintf(stderr, "icheckd controller: refused a connection from %s: too many connections\n",
+                     host.empty() ? "a local peer" : host.c_str());
+        try { send_msg(c, {{"error", "busy: too many connections to the controller from " + host}}); } catch (...) {}
         continue;
       }
       auto sp = std::make_shared<Socket>(std::move(c));
       active_++;
-      std::thread([this, sp] {
-        serve(*sp);
+      std::thread([this, sp, host] {
+        if (authenticate_accepted(*sp)) serve(*sp);
+        if (!host.empty()) {
+          std::lock_guard<std::mutex> g(peers_mu_);
+          if (--per_peer_[host] <= 0) per_peer_.erase(host);
+        }
         active_--;
       }).detach();
     }
@@ -828,6 +844,9 @@ class Controller {
   std::atomic<bool>* stop_ = nullptr;
   std::atomic<int> active_{0};       ///< connection threads running
   static constexpr int kMaxConnections = 256;
+  static constexpr int kMaxPerPeer = 32;  ///< connections at once from one TCP peer host
+  std::mutex peers_mu_;
+  std::map<std::string, int> per_peer_;
 };
 }  // namespace
 

@@ -317,3 +317,68 @@ TEST_CASE("agent: stopping wakes a flush that waits (issue 11 item 13)", "[agent
   INFO(r.dump());
   CHECK(r.contains("error"));  // never "ok": the manifest was not written
 }
+
+TEST_CASE("restart: a timed-out agent restore drops the agent link (issue 11 item 2)", "[agent][safety]") {
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  Dir d;
+  const fs::path pfs = d.p / "pfs";
+  Agent a(d.p, "a0", pfs);  // second level only on flush
+  std::ofstream(d.p / "c.yaml") << "agents: [\"" << a.addr << "\"]\npfs_dir: " << pfs.string()
+                                << "\nrequest_timeout_ms: 1000\ntransport: {provider: shm, node: 127.0.0.1}\n";
+  const std::string cfg = (d.p / "c.yaml").string();
+  ::setenv("ICHECK_TRANSFER", "push", 1);
+  const size_t n = 64 * 1024;
+  auto fill = [n](double v) { return std::vector<double>(n, v); };
+  std::vector<double> x = fill(1.0);
+  int status = -1;
+  {  // v1: agent + second level (finalize flushes)
+    Client c;
+    REQUIRE(c.init(cfg.c_str(), "safe", nullptr, &status) == ICHECK_OK);
+    REQUIRE(c.add("x", x.data(), n, ICHECK_DOUBLE) == ICHECK_OK);
+    REQUIRE(c.commit() == ICHECK_OK);
+    REQUIRE(c.finalize(0) == ICHECK_OK);
+  }
+  {  // v2: agent memory only
+    Client c;
+    REQUIRE(c.init(cfg.c_str(), "safe", nullptr, &status) == ICHECK_OK);
+    REQUIRE(c.add("x", x.data(), n, ICHECK_DOUBLE) == ICHECK_OK);
+    std::fill(x.begin(), x.end(), 2.0);
+    const int crc = c.commit();
+    INFO(c.last_error());
+    REQUIRE(crc == ICHECK_OK);
+    REQUIRE(c.version() == 2);
+    REQUIRE(c.finalize(IC_PERSIST) == ICHECK_OK);
+  }
+  {  // the agent stalls during the restart: the library falls back to the
+     // second level (v1); when the agent wakes up its late reply must not be
+     // taken for the answer to a later request
+    Client c;
+    REQUIRE(c.init(cfg.c_str(), "safe", nullptr, &status) == ICHECK_OK);
+    REQUIRE(status == ICHECK_STATUS_RESTART);
+    std::fill(x.begin(), x.end(), 0.0);
+    REQUIRE(c.add("x", x.data(), n, ICHECK_DOUBLE) == ICHECK_OK);
+    REQUIRE(::kill(a.pid, SIGSTOP) == 0);
+    const int rc = c.restart_all();
+    REQUIRE(::kill(a.pid, SIGCONT) == 0);
+    INFO("restart_all rc " << rc << ": " << c.last_error());
+    REQUIRE(rc == ICHECK_OK);
+    CHECK(x == fill(1.0));  // v1 from the second level, nothing else
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the agent's late replies arrive
+    CHECK(x == fill(1.0));  // and nothing lands in the regions afterwards
+    std::fill(x.begin(), x.end(), 3.0);
+    REQUIRE(c.commit() == ICHECK_OK);
+    REQUIRE(c.finalize(IC_PERSIST) == ICHECK_OK);
+  }
+  {  // the next run restores exactly the newest committed version
+    Client c;
+    REQUIRE(c.init(cfg.c_str(), "safe", nullptr, &status) == ICHECK_OK);
+    std::fill(x.begin(), x.end(), 0.0);
+    REQUIRE(c.add("x", x.data(), n, ICHECK_DOUBLE) == ICHECK_OK);
+    REQUIRE(c.restart_all() == ICHECK_OK);
+    CHECK(c.version() == 3);
+    CHECK(x == fill(3.0));
+    c.finalize(IC_PERSIST);
+  }
+  ::unsetenv("ICHECK_TRANSFER");
+}

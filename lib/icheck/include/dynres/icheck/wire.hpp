@@ -22,6 +22,9 @@ using WireError = proto::ProtoError;
 using proto::Socket;
 
 using proto::accept_on;
+using proto::accept_unauthenticated;
+using proto::authenticate_accepted;
+using proto::peer_host;
 using proto::address_host;
 using proto::bound_address;
 using proto::connect_to;
