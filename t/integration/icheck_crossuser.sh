@@ -95,6 +95,9 @@ t_run env ICHECK_CONFIG="$P/icheck.yaml" timeout 60 ictest rootapp 50000 20 5 --
 assert_contains "$T_OUT" "FINAL 4 rdma" "root's application committed through agents"
 APP=$(sq "SELECT id FROM icheck_apps WHERE name = 'rootapp' AND uid = 0")
 MGR=$(sq "SELECT address FROM icheck_nodes WHERE node = 'n1'")
+# nobody even knows the application's token: the uid binding alone refuses
+TOK=$(sq "SELECT token FROM icheck_apps WHERE id = $APP")
+assert_match '^[0-9a-f]{32}$' "$TOK" "root's application has a 128-bit token"
 snapshot() {
   sq "SELECT is_active, version, needs_change, num_agents FROM icheck_apps WHERE id = $APP;
       SELECT id, state FROM icheck_agents WHERE app_id = $APP ORDER BY id;
@@ -125,10 +128,10 @@ EOF
 chmod 644 "$P/mungecall.py"
 nobody_call() { as_nobody "$SYSPY" "$P/mungecall.py" "$@"; }
 for frame in \
-  "{\"op\":\"finalize\",\"app_id\":$APP}" \
-  "{\"op\":\"version\",\"app_id\":$APP,\"v\":999999999}" \
-  "{\"op\":\"probe\",\"app_id\":$APP,\"failed\":true}" \
-  "{\"op\":\"agent_failed\",\"app_id\":$APP}" \
+  "{\"op\":\"finalize\",\"app_id\":$APP,\"app_token\":\"$TOK\"}" \
+  "{\"op\":\"version\",\"app_id\":$APP,\"app_token\":\"$TOK\",\"v\":999999999}" \
+  "{\"op\":\"probe\",\"app_id\":$APP,\"app_token\":\"$TOK\",\"failed\":true}" \
+  "{\"op\":\"agent_failed\",\"app_id\":$APP,\"app_token\":\"$TOK\"}" \
   "{\"op\":\"register\",\"app\":\"rootapp\",\"uid\":0}" \
   '{"op":"heartbeat","node":"n1","address":"127.0.0.1:9","epoch":0}'; do
   REPLY=$(nobody_call "$ADDR" "$frame")

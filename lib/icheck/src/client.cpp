@@ -110,6 +110,7 @@ class ClientImpl {
   std::unique_ptr<Segment> seg;
   json agent_list = json::array();
   long long app_id = -1;
+  std::string app_token;  ///< given by the controller at registration; sent with every app_id
   int64_t version = 0;
   int64_t restart_v = 0;
   std::string restart_src;  // agents|pfs
@@ -165,7 +166,14 @@ class ClientImpl {
   }
 
   // ---- controller
-  json ctl(const json& msg, int timeout_ms) {
+  /// msg plus this application's token when it names the application.
+  json with_token(const json& msg) const {
+    json m = msg;
+    if (m.contains("app_id") && !app_token.empty()) m["app_token"] = app_token;
+    return m;
+  }
+  json ctl(const json& msg0, int timeout_ms) {
+    const json msg = with_token(msg0);
     std::string err = "no controller configured";
     for (int attempt = 0; attempt < std::max(1, cfg.connect_retries); ++attempt) {
       for (auto& a : cfg.controllers) {
@@ -182,8 +190,9 @@ class ClientImpl {
     }
     throw WireError("controller unreachable: " + err);
   }
-  void ctl_quiet(const json& msg) {
+  void ctl_quiet(const json& msg0) {
     if (comm.rank() != 0 || cfg.controllers.empty() || app_id < 0) return;
+    const json msg = with_token(msg0);
     for (auto& a : cfg.controllers) {
       try {
         Socket s = connect_to(a, 500);
@@ -896,6 +905,7 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   s.app_id = reply.value("app_id", -1LL);
+  s.app_token = reply.value("app_token", std::string());
   if (reply.contains("params")) s.apply_params(reply["params"]);
   s.version = reply.value("version", int64_t(0));
   s.mode = "direct";
@@ -1139,6 +1149,7 @@ int Client::probe(const icheck_hints* hints) {
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   if (reply.contains("app_id")) s.app_id = reply["app_id"];
+  if (reply.contains("app_token") && reply["app_token"].is_string()) s.app_token = reply["app_token"];
   if (reply.contains("params")) s.apply_params(reply["params"]);  // dynamic config changes (Listing 6.2)
   if (!reply.value("changed", false)) return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
   s.agent.reset();

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,7 +69,27 @@ const std::vector<std::string> kMigrations = {
     // still holds this controller's epoch, so a primary that was stalled
     // past its lease finds itself fenced instead of acting beside the
     // standby that took over.
-    R"(ALTER TABLE icheck_controller ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;)"};
+    R"(ALTER TABLE icheck_controller ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;)",
+    // 4: application token (issue 11 item 8): 128 random bits handed out at
+    // registration; every later message about the application must carry
+    // it (app ids are small sequential integers, easy to guess).
+    R"(ALTER TABLE icheck_apps ADD COLUMN token TEXT;)"};
+
+/// 128 random bits as 32 hex digits (getrandom). Throws when none can be had.
+std::string random_token() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t r = ::getrandom(b + got, sizeof b - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    got += size_t(r);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) s += hex[c >> 4], s += hex[c & 15];
+  return s;
+}
 
 /// Wait statuses of detached children, recorded by their reaper threads and
 /// drained by the controller's monitor. Shared, so that a reaper finishing
@@ -452,10 +473,23 @@ class Controller {
     if (it == m.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
       throw std::runtime_error("invalid: " + op + " needs a non-negative integer app_id");
     const int64_t app = it->get<int64_t>();
-    Stmt q(*db_, "SELECT uid FROM icheck_apps WHERE id = ?");
+    Stmt q(*db_, "SELECT uid, token FROM icheck_apps WHERE id = ?");
     q.bind(1, app);
     if (!q.step()) throw std::runtime_error("noent: unknown application " + std::to_string(app));
     const long owner = long(q.i64(0));
+    const std::string token = q.is_null(1) ? "" : q.text(1);
+    q.reset();
+    // Anybody but the service also needs the application's token (the
+    // only check when the peer's identity is unknown: ICHECK_TCP_AUTH=none).
+    if (!(uid >= 0 && is_service(uid))) {
+      auto t = m.find("app_token");
+      if (token.empty() || t == m.end() || !t->is_string() || t->get<std::string>() != token) {
+        std::fprintf(stderr, "icheckd controller: refused %s of application %lld: wrong or missing app_token\n",
+                     op.c_str(), (long long)app);
+        throw std::runtime_error("perm: " + op + " of application " + std::to_string(app) +
+                                 " without its app_token (given at registration)");
+      }
+    }
     if (uid >= 0 && !is_service(uid) && owner != uid) {
       std::fprintf(stderr, "icheckd controller: refused %s of application %lld (uid %ld) from uid %ld\n", op.c_str(),
                    (long long)app, owner, uid);
@@ -748,33 +782,40 @@ class Controller {
     uint32_t uid = m["uid"].get<uint32_t>();
     if (peer >= 0 && !is_service(peer) && long(uid) != peer) throw std::runtime_error("perm: uid mismatch");
     AppShape shape{m.value("nodes", 1), m.value("procs", 1), m.value("strategy", "mr") == "shmr"};
-    Stmt q(*db_, "SELECT id, num_agents, version FROM icheck_apps WHERE name = ? AND uid = ?");
+    Stmt q(*db_, "SELECT id, num_agents, version, token FROM icheck_apps WHERE name = ? AND uid = ?");
     q.bind(1, name).bind(2, int64_t(uid));
     int64_t id = -1, version = 0;
     int num = 0;
-    if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2);
+    std::string token;
+    if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2), token = q.is_null(3) ? "" : q.text(3);
     q.reset();  // end the read: a statement kept open would pin a stale snapshot
                 // and make this connection's writes fail "database is locked"
                 // once the lease thread (own connection) has written
+    if (id >= 0 && token.empty()) {  // registered before tokens existed
+      token = random_token();
+      Stmt(*db_, "UPDATE icheck_apps SET token = ? WHERE id = ?").bind(1, token).bind(2, id).run();
+    }
     if (id >= 0) {
       bool up = false;
       json agents = agents_of(id, &up);
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
           .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
       if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
-        return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
+        return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
       stop_agents(id, true);
       num = std::clamp(num, 1, agent_upper_bound(shape, dyn_));
     } else {
       num = initial_agent_count(shape, dyn_);  // l. 15-16
-      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated) VALUES(?,?,?,?,?,?,-1,?)")
+      token = random_token();
+      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token) "
+                 "VALUES(?,?,?,?,?,?,-1,?,?)")
           .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
-          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).run();
+          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
       id = db_->last_insert_id();
     }
     json agents = start_agents(id, name, uid, num);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
-    return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
+    return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
   }
 
   // Alg. 5 get_num_agents on icheck_probe_agents, and failure recovery (§6.5.2).
