@@ -5,6 +5,8 @@
 #       declared lost and its agents 'lost'; when it comes back, the
 #       controller tells it to stop those agents, and their processes end
 #       (they no longer hold their memory);
+#   (1b) a committed version that cannot be restored is reported, never
+#       silently rolled back (issue 11 item 1);
 #   (2) epoch-fenced takeover: the primary controller stalled past its lease
 #       is replaced by the standby (which takes the next controller epoch);
 #       when the old primary resumes it finds itself fenced and exits
@@ -48,6 +50,22 @@ pid_alive "$MPID" && t_pass "the manager itself carries on" || t_fail "the manag
 t_run timeout 60 ictest live 20000 20 5 --persist
 assert_eq 0 "$T_RC" "the application runs again afterwards (stderr: $T_ERR)"
 assert_contains "$T_OUT" "FINAL 4 rdma" "with new agents ($(tail -4 "$W/icheck/controller.log"))"
+
+# ------------------------------------------------ (1b) no silent roll-back
+# version 2 of "rb" is committed (agent + second level); then its agent is
+# killed and its second level wiped: the next run cannot restore it and must
+# say so (issue 11 item 1) rather than start anew silently
+t_run timeout 60 ictest rb 20000 10 5 --persist
+assert_contains "$T_OUT" "FINAL 2 rdma" "rb committed version 2"
+RPID=$(sqw "SELECT a.pid FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'rb' AND a.state = 'up'")
+kill -KILL "$RPID" 2>/dev/null
+rm -rf "$W/pfs/$(id -u)/rb"
+rb_lost() { [[ $(sqw "SELECT needs_change FROM icheck_apps WHERE name = 'rb'") == 1 ]]; }
+wait_for 10 "the killed agent is reported" rb_lost
+t_run timeout 60 ictest rb 20000 10 5 --persist
+assert_contains "$T_OUT" "STATUS new" "rb has nothing to restart from"
+assert_contains "$T_ERR" "icheck: WARNING: version 2 of rb was committed, but the newest restorable version is 0" \
+  "and the library says that a committed version was lost"
 
 # ------------------------------------------------ (2) fenced takeover
 CPID=$(pid_of controller)

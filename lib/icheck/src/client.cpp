@@ -912,7 +912,16 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) s.mode = "rdma";
   else if (reply["mode"] == "rdma")
     s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
+  const int64_t acknowledged = s.version;  // newest version the controller recorded as committed
   s.discover();
+  if (acknowledged > s.restart_v) {
+    // Never roll back silently: a committed version is not restorable
+    // (agents lost it and the second level does not hold it).
+    s.last_error = "version " + std::to_string(acknowledged) + " of " + s.app +
+                   " was committed, but the newest restorable version is " + std::to_string(s.restart_v) +
+                   (s.restart_v > 0 ? "; restarting from it" : "; starting anew");
+    if (s.comm.rank() == 0) std::fprintf(stderr, "icheck: WARNING: %s\n", s.last_error_.c_str());
+  }
   *status = s.restart_v > 0 ? ICHECK_STATUS_RESTART : ICHECK_STATUS_NEW;
   s.inited = true;
   s.last_probe = now_s();
