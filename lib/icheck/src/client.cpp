@@ -279,7 +279,7 @@ class ClientImpl {
     b->mem = std::make_unique<Mapping>(want, true);
     b->p = b->mem->p;
     b->len = want;
-    b->mr = fab->register_memory(b->p, want);
+    b->mr = fab->register_memory(b->p, want, Fabric::Access::source);  // commits only: data leaves
     buf = std::move(b);
   }
 
@@ -479,7 +479,9 @@ class ClientImpl {
     try {
       rmr.resize(regions.size());
       for (size_t i = 0; i < regions.size(); ++i)
-        if (!rmr[i]) rmr[i] = fab->register_memory(regions[i].ptr, regions[i].bytes);
+        // commits only: the agent may read the regions (pull) or the
+        // library writes from them (push); nobody may write into them
+        if (!rmr[i]) rmr[i] = fab->register_memory(regions[i].ptr, regions[i].bytes, Fabric::Access::source);
       return true;
     } catch (const std::exception& e) {
       last_error = std::string("zero copy disabled: ") + e.what();
@@ -785,16 +787,26 @@ class ClientImpl {
       json r = request(a.sock, {{"op", "rbegin"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, cfg.request_timeout_ms);
       size_t total = r.at("total");
       rregions = r.at("regions");
-      if (direct_restore && in_place_ok() && register_regions()) {
-        // restart_all: RMA straight into the application's regions.
+      std::vector<std::unique_ptr<MemRegion>> tmr;  // restore targets, deregistered when done
+      if (direct_restore && in_place_ok() && !zc_broken && cfg.dyn.zero_copy) {
+        try {
+          for (auto& g : regions) tmr.push_back(fab->register_memory(g.ptr, g.bytes, Fabric::Access::target));
+        } catch (const std::exception& e) {
+          last_error = std::string("in-place restore disabled: ") + e.what();
+          tmr.clear();
+        }
+      }
+      if (!tmr.empty()) {
+        // restart_all: RMA straight into the application's regions, through
+        // registrations that allow writes only for this restore.
         Fabric::Busy busy(*fab);
         for (size_t i = 0; i < regions.size(); ++i) {
           const Region& g = regions[i];
           if (pull)
             request(a.sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", g.offset}, {"len", g.bytes},
-                             {"key", rmr[i]->key}, {"base", rmr[i]->remote_base}}, cfg.request_timeout_ms);
+                             {"key", tmr[i]->key}, {"base", tmr[i]->remote_base}}, cfg.request_timeout_ms);
           else
-            fab->read(a.peer, *rmr[i], 0, g.bytes, uint64_t(r.at("base")) + g.offset, r.at("key"), 15000);
+            fab->read(a.peer, *tmr[i], 0, g.bytes, uint64_t(r.at("base")) + g.offset, r.at("key"), 15000);
         }
         request(a.sock, {{"op", "rend"}}, cfg.request_timeout_ms);
         rdata.clear();
@@ -803,7 +815,7 @@ class ClientImpl {
       }
       rdata.assign(total, 0);
       if (total) {
-        auto mr = fab->register_memory(rdata.data(), total);
+        auto mr = fab->register_memory(rdata.data(), total, Fabric::Access::target);
         Fabric::Busy busy(*fab);
         if (pull)
           request(a.sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", 0}, {"len", total},
