@@ -7,6 +7,8 @@
 #       (they no longer hold their memory);
 #   (1b) a committed version that cannot be restored is reported, never
 #       silently rolled back (issue 11 item 1);
+#   (1c) a start waiting for a stalled manager does not hold the controller
+#       lock: status requests and other nodes' heartbeats are served;
 #   (2) epoch-fenced takeover: the primary controller stalled past its lease
 #       is replaced by the standby (which takes the next controller epoch);
 #       when the old primary resumes it finds itself fenced and exits
@@ -66,6 +68,42 @@ t_run timeout 60 ictest rb 20000 10 5 --persist
 assert_contains "$T_OUT" "STATUS new" "rb has nothing to restart from"
 assert_contains "$T_ERR" "icheck: WARNING: version 2 of rb was committed, but the newest restorable version is 0" \
   "and the library says that a committed version was lost"
+
+# ------------------------------------------------ (1c) no network call under the lock
+# the manager of n2 stalls while the controller starts agents on it: the
+# start waits (up to request_timeout_ms) without the controller lock, so
+# status requests and n1's heartbeats are served meanwhile
+"$DYNRES_SRC/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1
+rm -rf "$W"; mkdir -p "$W"; chmod 700 "$W"
+timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-relaunch n1 n2 >/dev/null ||
+  t_fatal "icheck-boot n1 n2 failed"
+M2=$(pid_of manager-n2)
+kill -STOP "$M2"; STOPPED+=("$M2")
+python3 - "$W/icheck/controller.sock" >"$W/slow.out" 2>&1 <<'EOF' &
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
+b = json.dumps({"op": "register", "app": "slow", "uid": 0, "nodes": 2, "procs": 2}).encode()
+s.sendall(struct.pack(">I", len(b)) + b)
+h = s.recv(4)
+print(s.recv(struct.unpack(">I", h)[0]).decode() if len(h) == 4 else "EOF")
+EOF
+SLOW=$!
+bg_register "$SLOW"
+sleep 1.5
+T0=$(date +%s.%N)
+t_run timeout 10 icheckd --status --config "$W/icheck.yaml"
+T1=$(date +%s.%N)
+pid_alive "$SLOW" && t_pass "the start on the stalled manager is still waiting" ||
+  t_fail "the registration did not wait for n2: $(cat "$W/slow.out")"
+assert_eq 0 "$T_RC" "icheckd --status is answered meanwhile ($T_ERR)"
+assert_le "$(awk -v a="$T0" -v b="$T1" 'BEGIN{print b-a}')" 2.0 "within 2 s"
+sleep 2.5  # more than the lease: n1 keeps heartbeating through the controller
+AGE=$(sqw "SELECT strftime('%s','now') - last_heartbeat FROM icheck_nodes WHERE node = 'n1'")
+assert_le "$AGE" 2.5 "n1's heartbeats are recorded while the start waits (age ${AGE} s)"
+assert_eq up "$(sqw "SELECT state FROM icheck_nodes WHERE node = 'n1'")" "n1 stays up"
+kill -CONT "$M2"; STOPPED=()
+wait_for 30 "the registration completes once n2 resumes" eval '! pid_alive "$SLOW"'
+assert_contains "$(cat "$W/slow.out")" '"app_id"' "and registers the application"
 
 # ------------------------------------------------ (2) fenced takeover
 CPID=$(pid_of controller)

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <condition_variable>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -460,6 +462,41 @@ class Controller {
     }
   }
 
+  /// Run f without the controller lock when the calling request holds it
+  /// (handle()); relocked afterwards, also when f throws. For network calls
+  /// (issue 11 item 12): a slow manager must not starve heartbeats, the
+  /// monitor or other applications.
+  template <class F>
+  auto unlocked(F&& f) {
+    std::unique_lock<std::mutex>* lk = tl_lock_;
+    if (!lk || !lk->owns_lock()) return f();
+    lk->unlock();
+    struct Relock {
+      std::unique_lock<std::mutex>* lk;
+      ~Relock() { lk->lock(); }
+    } relock{lk};
+    return f();
+  }
+
+  /// One agent change per application at a time: requests that start or
+  /// stop an application's agents (register, probe, finalize) wait for one
+  /// in progress (its network calls run without the lock). Caller holds mu_
+  /// through tl_lock_.
+  struct AppBusy {
+    Controller& c;
+    int64_t app;
+    AppBusy(Controller& ctl, int64_t a) : c(ctl), app(a) {
+      if (c.tl_lock_) c.busy_cv_.wait(*c.tl_lock_, [&] { return !c.busy_apps_.count(app); });
+      c.busy_apps_.insert(app);
+    }
+    ~AppBusy() {
+      c.busy_apps_.erase(app);
+      c.busy_cv_.notify_all();
+    }
+    AppBusy(const AppBusy&) = delete;
+    AppBusy& operator=(const AppBusy&) = delete;
+  };
+
   /// The iCheck service itself: root, or the uid the daemons run as
   /// (managers heartbeat, the controller commands managers). -1 = identity
   /// unknown (TCP with ICHECK_TCP_AUTH=none, allowed only on loopback).
@@ -510,12 +547,16 @@ class Controller {
       throw std::runtime_error("perm: only the iCheck managers (uid " + std::to_string(::geteuid()) +
                                ") may send heartbeat");
     }
-    std::lock_guard<std::mutex> g(mu_);
+    std::unique_lock<std::mutex> g(mu_);
+    tl_lock_ = &g;  // network calls of this request release it (unlocked())
+    struct Clear {
+      ~Clear() { tl_lock_ = nullptr; }
+    } clear;
     check_epoch();
     if (op == "heartbeat") return heartbeat(m);
     if (op == "register") return reg(m, uid);
     if (op == "probe") {
-      owned_app(m, uid, op);
+      AppBusy busy(*this, owned_app(m, uid, op));
       return probe(m);
     }
     if (op == "status") return status(uid);
@@ -541,6 +582,7 @@ class Controller {
     }
     if (op == "finalize") {
       const int64_t app = app_id;
+      AppBusy busy(*this, app);
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
       if (!m.value("persist", false)) stop_agents(app, true);
       return {{"ok", true}};
@@ -641,8 +683,10 @@ class Controller {
 
   /// Alg. 6: place `count` agents for app and start them through the managers.
   json start_agents(int64_t app, const std::string& name, uint32_t uid, int count) {
+    std::set<std::string> excluded;  // nodes whose manager refused this start
     for (int attempt = 0; attempt < 3; ++attempt) {
       auto ns = nodes();
+      std::erase_if(ns, [&](const NodeStatus& n) { return excluded.count(n.node) > 0; });
       auto cand = select_candidates(ns, dyn_.node_selection, dyn_.candidate_count);
       if (cand.empty()) throw std::runtime_error("no checkpoint node is up");
       std::vector<int> cap;
@@ -657,18 +701,24 @@ class Controller {
       bool failed = false;
       for (auto& [node, k] : per) {
         try {
-          Socket s = connect_to(node_address(node), 2000);
+          const std::string address = node_address(node);
           std::vector<std::string> ids;
           for (int i = 0; i < k; ++i) {
             std::string id = "a";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "a" + ...
             id += std::to_string(app) + "-" + std::to_string(++seq_) + "-" + std::to_string(int64_t(wall()) % 100000);
             ids.push_back(id);
           }
-          send_msg(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
-                       {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
-                       {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions},
-                       {"max_bytes", uint64_t(std::max(0.0, dyn_.max_mem_node_gb) * 1e9)}});
-          json r = recv_msg(s, cfg_.request_timeout_ms);
+          const json req = {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
+                            {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
+                            {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions},
+                            {"max_bytes", uint64_t(std::max(0.0, dyn_.max_mem_node_gb) * 1e9)}};
+          // the manager may take up to request_timeout_ms: without the lock
+          // (heartbeats and other applications' requests go on meanwhile)
+          json r = unlocked([&] {
+            Socket s = connect_to(address, 2000);
+            send_msg(s, req);
+            return recv_msg(s, cfg_.request_timeout_ms);
+          });
           if (r.contains("error")) throw std::runtime_error("refused: " + r["error"].get<std::string>());
           for (auto& a : r.at("agents")) {
             Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
@@ -682,9 +732,11 @@ class Controller {
         } catch (const WireError& e) {  // no answer: the manager is lost (§6.5.3)
           node_lost(node, std::string("unreachable: ") + e.what());
           failed = true;
-        } catch (const std::exception& e) {  // it answers, but could not start the agents
-          std::fprintf(stderr, "icheckd controller: manager of %s: %s\n", node.c_str(), e.what());
-          mark_node_down(node);
+        } catch (const std::exception& e) {  // it answers, but could not start these agents:
+          // the node and its other agents stay up; this start avoids it
+          std::fprintf(stderr, "icheckd controller: manager of %s: %s (node left out of this placement)\n",
+                       node.c_str(), e.what());
+          excluded.insert(node);
           failed = true;
         }
       }
@@ -713,6 +765,7 @@ class Controller {
     std::vector<std::pair<std::string, std::string>> jobs;  // node, address
     for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
     std::vector<std::string> errs(jobs.size());
+    unlocked([&] {
     std::vector<std::thread> th;
     for (size_t i = 0; i < jobs.size(); ++i)
       th.emplace_back([&, i] {
@@ -727,6 +780,8 @@ class Controller {
         }
       });
     for (auto& t : th) t.join();
+    return 0;
+    });
     bool ok = true;
     for (size_t i = 0; i < jobs.size(); ++i)
       if (!errs[i].empty()) {
@@ -791,6 +846,8 @@ class Controller {
     q.reset();  // end the read: a statement kept open would pin a stale snapshot
                 // and make this connection's writes fail "database is locked"
                 // once the lease thread (own connection) has written
+    std::optional<AppBusy> busy;
+    if (id >= 0) busy.emplace(*this, id);
     if (id >= 0 && token.empty()) {  // registered before tokens existed
       token = random_token();
       Stmt(*db_, "UPDATE icheck_apps SET token = ? WHERE id = ?").bind(1, token).bind(2, id).run();
@@ -812,6 +869,7 @@ class Controller {
           .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
           .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
       id = db_->last_insert_id();
+      busy.emplace(*this, id);
     }
     json agents = start_agents(id, name, uid, num);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
@@ -885,7 +943,10 @@ class Controller {
   std::atomic<bool>* stop_ = nullptr;
   std::atomic<int> active_{0};       ///< connection threads running
   static constexpr int kMaxConnections = 256;
-  static constexpr int kMaxPerPeer = 32;  ///< connections at once from one TCP peer host
+  static constexpr int kMaxPerPeer = 32;
+  static inline thread_local std::unique_lock<std::mutex>* tl_lock_ = nullptr;  ///< lock held by this request thread
+  std::set<int64_t> busy_apps_;     ///< applications with an agent change in progress (under mu_)
+  std::condition_variable busy_cv_;  ///< connections at once from one TCP peer host
   std::mutex peers_mu_;
   std::map<std::string, int> per_peer_;
 };
