@@ -9,6 +9,8 @@
 #       silently rolled back (issue 11 item 1);
 #   (1c) a start waiting for a stalled manager does not hold the controller
 #       lock: status requests and other nodes' heartbeats are served;
+#   (1d) agents are stopped only once the set's newest version is durable:
+#       a failed flush keeps them and a rerun restarts from them;
 #   (2) epoch-fenced takeover: the primary controller stalled past its lease
 #       is replaced by the standby (which takes the next controller epoch);
 #       when the old primary resumes it finds itself fenced and exits
@@ -104,6 +106,20 @@ assert_eq up "$(sqw "SELECT state FROM icheck_nodes WHERE node = 'n1'")" "n1 sta
 kill -CONT "$M2"; STOPPED=()
 wait_for 30 "the registration completes once n2 resumes" eval '! pid_alive "$SLOW"'
 assert_contains "$(cat "$W/slow.out")" '"app_id"' "and registers the application"
+
+# ------------------------------------------------ (1d) agents stay until their version is durable
+# the second level cannot be written (its directory is a file): finalize
+# reports it, and the controller keeps the agents instead of stopping them
+# with the only copy of the newest version (issue 11 item 1)
+rm -rf "$W/pfs"; : >"$W/pfs"
+t_run timeout 90 ictest keep 20000 20 5
+assert_eq 6 "$T_RC" "ictest exits 6: finalize failed ($T_ERR)"
+assert_contains "$T_OUT" "FINALIZE -9" "icheck_finalize returned ICHECK_EIO"
+keep_agents() { sqw "SELECT COUNT(*) FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'keep' AND a.state = 'up'"; }
+assert_eq 1 "$(keep_agents)" "the controller kept the application's agent"
+rm -f "$W/pfs"; mkdir -m 700 "$W/pfs"
+t_run timeout 60 ictest keep 20000 30 5 --persist
+assert_contains "$T_OUT" "RESTORED 20 4" "the rerun restarts from the kept agent's version 4 (stderr: $T_ERR)"
 
 # ------------------------------------------------ (2) fenced takeover
 CPID=$(pid_of controller)

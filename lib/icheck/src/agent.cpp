@@ -312,6 +312,8 @@ class Agent {
           send_msg(s, r);
           stop_ = true;
           return;
+        } else if (op == "flush") {  // also from the manager (no hello): the whole agent
+          flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
         } else if (!c.hello) {
           throw std::runtime_error("state: hello first");
         } else if (op == "begin") {
@@ -388,8 +390,6 @@ class Agent {
         } else if (op == "rend") {
           c.busy.reset();
           c.piece.reset();
-        } else if (op == "flush") {
-          flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
         } else {
           throw std::runtime_error("invalid: unknown op '" + op + "'");
         }

@@ -584,7 +584,16 @@ class Controller {
       const int64_t app = app_id;
       AppBusy busy(*this, app);
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
-      if (!m.value("persist", false)) stop_agents(app, true);
+      if (m.value("persist", false)) return {{"ok", true}};
+      // Stop the agents only once the whole set's newest version is on the
+      // second level; otherwise they keep it in memory (a rerun restarts
+      // from them) rather than lose it.
+      if (!flush_set(app)) {
+        std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
+                     (long long)app);
+        return {{"ok", true}, {"kept_agents", true}};
+      }
+      stop_agents(app, false);
       return {{"ok", true}};
     }
     throw std::runtime_error("invalid: unknown op '" + op + "'");
@@ -792,6 +801,48 @@ class Controller {
     for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
     return ok;
   }
+  /// Flush the up agents of `app` through their managers, all nodes at once,
+  /// without the lock. true when every agent reported its newest version
+  /// durable (manifest written); failures are logged. The agents keep
+  /// running either way.
+  bool flush_set(int64_t app) {
+    std::map<std::string, std::vector<std::string>> per_node;
+    {
+      Stmt q(*db_, "SELECT id, node FROM icheck_agents WHERE app_id = ? AND state = 'up'");
+      q.bind(1, app);
+      while (q.step()) per_node[q.text(1)].push_back(q.text(0));
+    }
+    if (per_node.empty()) return true;
+    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
+    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
+    std::vector<std::string> errs(jobs.size());
+    unlocked([&] {
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        th.emplace_back([&, i] {
+          try {
+            Socket s = connect_to(jobs[i].second, 1000);
+            json r = request(s, {{"op", "flush"}, {"ids", per_node[jobs[i].first]}, {"timeout_ms", 50000}}, 65000);
+            for (auto& e : r.value("flush_errors", json::array()))
+              errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
+                         e.value("error", std::string("?"));
+          } catch (const std::exception& e) {
+            errs[i] = std::string("manager unreachable: ") + e.what();
+          }
+        });
+      for (auto& t : th) t.join();
+      return 0;
+    });
+    bool ok = true;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!errs[i].empty()) {
+        ok = false;
+        std::fprintf(stderr, "icheckd controller: application %lld: flush on node %s failed: %s\n", (long long)app,
+                     jobs[i].first.c_str(), errs[i].c_str());
+      }
+    return ok;
+  }
+
   bool stop_agents(int64_t app, bool flush) {
     std::vector<std::string> ids;
     Stmt q(*db_, "SELECT id FROM icheck_agents WHERE app_id = ? AND state = 'up'");
@@ -859,7 +910,12 @@ class Controller {
           .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
       if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
         return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
-      stop_agents(id, true);
+      if (up && !flush_set(id)) {  // the set must not go before its newest version is durable
+        std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
+                     (long long)id);
+        return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
+      }
+      stop_agents(id, false);
       num = std::clamp(num, 1, agent_upper_bound(shape, dyn_));
     } else {
       num = initial_agent_count(shape, dyn_);  // l. 15-16
@@ -899,7 +955,15 @@ class Controller {
         .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
         .bind(5, shape.num_procs).bind(6, id).run();
     if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
-    stop_agents(id, true);  // old agents write their version to the second level, then stop
+    // The old agents go only once their newest version is on the second
+    // level (all of them up: a flush failure keeps them, the change waits
+    // for a later probe); with agents lost, what they held is gone anyway.
+    if (up && !flush_set(id)) {
+      std::fprintf(stderr, "icheckd controller: application %lld: agent change postponed (newest version not durable)\n",
+                   (long long)id);
+      return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
+    }
+    stop_agents(id, false);
     json agents = start_agents(id, name, uid, next.num_agents);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
     return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}, {"params", params()}};

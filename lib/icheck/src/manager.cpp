@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -152,6 +153,43 @@ class Manager {
       json fe = json::array();
       for (size_t i = 0; i < ids.size(); ++i)
         if (!errs[i].empty()) fe.push_back({{"id", ids[i]}, {"error", errs[i]}});
+      return {{"ok", true}, {"flush_errors", fe}};
+    }
+    if (op == "flush") {
+      // Flush agents `ids` concurrently (agent 0 of a set waits for the
+      // others' parts): each must report its newest version durable.
+      std::vector<std::pair<std::string, std::string>> targets;  // id, address
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& idj : m.at("ids")) {
+          auto it = agents_.find(idj.get<std::string>());
+          targets.emplace_back(idj.get<std::string>(), it != agents_.end() && it->second.alive ? it->second.address : "");
+        }
+      }
+      const int to = int(std::clamp<int64_t>(m.value("timeout_ms", int64_t(50000)), 1000, 600000));
+      std::vector<std::string> errs(targets.size());
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < targets.size(); ++i)
+        th.emplace_back([&, i] {
+          if (targets[i].second.empty()) {
+            errs[i] = "no such agent running here";
+            return;
+          }
+          try {
+            Socket s = connect_to(targets[i].second, 1000);
+            request(s, {{"op", "flush"}, {"timeout_ms", to}}, to + 5000);
+          } catch (const std::exception& e) {
+            errs[i] = e.what();
+          }
+        });
+      for (auto& t : th) t.join();
+      json fe = json::array();
+      for (size_t i = 0; i < targets.size(); ++i)
+        if (!errs[i].empty()) {
+          std::fprintf(stderr, "icheckd manager %s: agent %s: flush failed: %s\n", opt_.node.c_str(),
+                       targets[i].first.c_str(), errs[i].c_str());
+          fe.push_back({{"id", targets[i].first}, {"error", errs[i]}});
+        }
       return {{"ok", true}, {"flush_errors", fe}};
     }
     if (op == "metrics") return metrics();
