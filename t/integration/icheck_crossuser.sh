@@ -176,6 +176,19 @@ EOF
 )
 assert_contains "$REPLY" "rc=0" "icheckd --status is served while 8 silent peers are connected ($REPLY)"
 assert_le "${REPLY%% *}" 1.5 "and promptly"
+# the same for a manager (it served one connection at a time on its accept loop)
+REPLY=$(python3 - "$MGR" "$P/mungecall.py" <<'EOF'
+import socket, subprocess, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+idle = [socket.create_connection((host, int(port)), timeout=10) for _ in range(8)]
+time.sleep(0.2)
+t0 = time.time()
+r = subprocess.run([sys.executable, sys.argv[2], sys.argv[1], '{"op":"ping"}'], capture_output=True, text=True)
+print("%.2f %s" % (time.time() - t0, r.stdout.strip()))
+EOF
+)
+assert_contains "$REPLY" '"ok":true' "a manager answers a ping while 8 silent peers are connected ($REPLY)"
+assert_le "${REPLY%% *}" 1.5 "and promptly"
 
 # ------------------------------------------- (4) ICHECK_TCP_AUTH=none off loopback
 t_run env ICHECK_TCP_AUTH=none timeout 10 icheckd --role controller --listen "0.0.0.0:$(free_port)" --config "$P/icheck.yaml"

@@ -76,9 +76,51 @@ class Manager {
     std::printf("READY %s\n", addr_.c_str());
     std::fflush(stdout);
     std::thread hb([&] { heartbeat_loop(stop); });
+    // Each connection is authenticated and served on its own thread (a slow
+    // or silent peer stalls nobody), at most kMaxPerPeer at once per TCP
+    // peer host; run() waits for them before returning (they use `this`).
+    std::atomic<int> active{0};
+    std::mutex peers_mu;
+    std::map<std::string, int> per_peer;
     while (!*stop) {
-      Socket c = accept_on(l, 200);
+      Socket c = accept_unauthenticated(l, 200);
       if (!c.valid()) continue;
+      const std::string host = peer_host(c);
+      bool over = active >= kMaxConnections;
+      if (!over && !host.empty()) {
+        std::lock_guard<std::mutex> g(peers_mu);
+        if (per_peer[host] >= kMaxPerPeer) over = true;
+        else per_peer[host]++;
+      }
+      if (over) {
+        std::fprintf(stderr, "icheckd manager %s: refused a connection from %s: too many connections\n",
+                     opt_.node.c_str(), host.empty() ? "a local peer" : host.c_str());
+        try { send_msg(c, {{"error", "busy: too many connections to the manager"}}); } catch (...) {}
+        continue;
+      }
+      auto sp = std::make_shared<Socket>(std::move(c));
+      active++;
+      std::thread([this, sp, host, &active, &peers_mu, &per_peer] {
+        if (authenticate_accepted(*sp)) serve(*sp);
+        if (!host.empty()) {
+          std::lock_guard<std::mutex> g(peers_mu);
+          if (--per_peer[host] <= 0) per_peer.erase(host);
+        }
+        active--;
+      }).detach();
+    }
+    hb.join();
+    while (active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // A manager that replaced us owns the path now: remove only our own socket file.
+    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0 && sb.st_dev == sock_dev_ && sb.st_ino == sock_ino_)
+      ::unlink(addr_.substr(5).c_str());
+    return 0;
+  }
+
+ private:
+  /// One request on connection c: read it, check the peer, answer.
+  void serve(Socket& c) {
+    {
       try {
         json m = recv_msg(c, 10000);
         json r;
@@ -99,14 +141,8 @@ class Manager {
       } catch (...) {
       }
     }
-    hb.join();
-    // A manager that replaced us owns the path now: remove only our own socket file.
-    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0 && sb.st_dev == sock_dev_ && sb.st_ino == sock_ino_)
-      ::unlink(addr_.substr(5).c_str());
-    return 0;
   }
 
- private:
   /// §6.5.3: a relaunched manager must not start beside a live one. If some
   /// process answers a ping on this node's socket path within
   /// kPingTimeoutMs, throw (the node is served); a path nobody answers on
@@ -434,6 +470,8 @@ class Manager {
   dev_t sock_dev_ = 0;              ///< identity of our socket file, so that we never
   ino_t sock_ino_ = 0;              ///< unlink a successor's
   static constexpr int kPingTimeoutMs = 1000;
+  static constexpr int kMaxConnections = 128;  ///< connections served at once
+  static constexpr int kMaxPerPeer = 16;       ///< of them from one TCP peer host
 };
 }  // namespace
 
