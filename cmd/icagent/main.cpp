@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   cli.add_flag("--exit-with-parent", o.exit_with_parent, "stop when the starting process (manager) exits");
   cli.add_flag("--no-recycle{false}", o.recycle,
                "free superseded versions at once instead of reusing their buffers (less memory, slower commits)");
+  cli.add_option("--max-bytes", o.max_bytes,
+                 "largest checkpoint piece (bytes) one commit may place on this agent; 0 = node memory only");
   cli.add_option("--ready-file", o.ready_file, "write the bound address here when ready");
   CLI11_PARSE(cli, argc, argv);
   std::signal(SIGTERM, [](int) { g_stop = true; });

@@ -160,7 +160,8 @@ if ((EUID == 0)) && id nobody >/dev/null 2>&1; then
   expect_node "$C" spoof no "the spoofed uid changed nothing"
   NCRED=$(su -s /bin/sh nobody -c 'munge -n')
   REPLY=$(rawtcp "$ADDR" "{\"op\":\"auth\",\"munge\":\"$NCRED\"}" "{\"op\":\"heartbeat\",\"node\":\"honest\",\"uid\":$(id -u nobody)}")
-  assert_contains "$REPLY" '"ok":true' "nobody claiming its own uid is accepted"
+  assert_contains "$REPLY" '"error":"perm: only the iCheck managers' "nobody's heartbeat is refused: only managers may send it"
+  expect_node "$C" honest no "the refused heartbeat changed nothing"
 else
   t_log "part (4) needs root and the user nobody: not run"
 fi
@@ -177,6 +178,21 @@ REPLY=$(rawtcp "$NADDR" '{"op":"auth"}' '{"op":"heartbeat","node":"trusted2","ad
 assert_contains "$REPLY" '"ok":true' "ICHECK_TCP_AUTH=none: a leading auth frame is skipped"
 t_run status_of "$N"
 assert_contains "$T_OUT" '"node": "trusted2"' "ICHECK_TCP_AUTH=none: a MUNGE client is served too"
+# without identities, the application's token (issue 11 item 8) is what
+# keeps others from acting on it: app ids are small integers
+# (no real manager here: the registration records the app, then fails to
+# place agents; its id and token are taken from the state file)
+rawtcp "$NADDR" '{"op":"register","app":"tok","uid":0,"nodes":1,"procs":1}' >/dev/null
+TAPP=$(sqlite3 "$N/state.db" "SELECT id FROM icheck_apps WHERE name = 'tok'")
+TTOK=$(sqlite3 "$N/state.db" "SELECT token FROM icheck_apps WHERE name = 'tok'")
+assert_match '^[0-9a-f]{32}$' "$TTOK" "registration gives the application a 128-bit app_token"
+REPLY=$(rawtcp "$NADDR" "{\"op\":\"finalize\",\"app_id\":$TAPP,\"persist\":true}")
+assert_contains "$REPLY" '"error":"perm: finalize of application' "finalize without the app_token is refused"
+REPLY=$(rawtcp "$NADDR" "{\"op\":\"version\",\"app_id\":$TAPP,\"app_token\":\"0123456789abcdef0123456789abcdef\",\"v\":99}")
+assert_contains "$REPLY" '"error":"perm: version of application' "a wrong app_token is refused"
+assert_eq 0 "$(sqlite3 "$N/state.db" "SELECT version FROM icheck_apps WHERE id = $TAPP")" "the version counter is unchanged"
+REPLY=$(rawtcp "$NADDR" "{\"op\":\"finalize\",\"app_id\":$TAPP,\"app_token\":\"$TTOK\",\"persist\":true}")
+assert_contains "$REPLY" '"ok":true' "finalize with the app_token is served"
 # the first controller still insists
 REPLY=$(rawtcp "$ADDR" '{"op":"heartbeat","node":"evil2","address":"127.0.0.1:9"}')
 assert_contains "$REPLY" '"error":"perm: ' "the setting is per process: the first controller still refuses"

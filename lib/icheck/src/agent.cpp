@@ -43,6 +43,43 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/// Field `k` of a control message as a checked unsigned integer: present, a
+/// JSON integer >= 0 (negative numbers, floats, strings and booleans are
+/// refused instead of being converted) and <= max. Throws "invalid: ..."
+/// naming the field.
+uint64_t need_u64(const json& m, const char* k, uint64_t max = UINT64_MAX) {
+  auto it = m.find(k);
+  if (it == m.end()) throw std::runtime_error(std::string("invalid: field '") + k + "' missing");
+  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0))
+    throw std::runtime_error(std::string("invalid: field '") + k + "' must be a non-negative integer, got " +
+                             it->dump().substr(0, 64));
+  uint64_t v = it->get<uint64_t>();
+  if (v > max)
+    throw std::runtime_error(std::string("invalid: field '") + k + "' = " + std::to_string(v) + " exceeds " +
+                             std::to_string(max));
+  return v;
+}
+/// Optional variant: `def` when the field is absent.
+uint64_t opt_u64(const json& m, const char* k, uint64_t def, uint64_t max = UINT64_MAX) {
+  return m.contains(k) ? need_u64(m, k, max) : def;
+}
+/// [off, off + len) lies inside [0, total), without overflow.
+bool inside(uint64_t off, uint64_t len, uint64_t total) { return len <= total && off <= total - len; }
+
+/// MemAvailable of /proc/meminfo in bytes (0 = unknown).
+uint64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string k, unit;
+  uint64_t v = 0;
+  while (f >> k >> v >> unit)
+    if (k == "MemAvailable:") return v * 1024;
+  return 0;
+}
+
+/// Limits of the control protocol (bytes / counts).
+constexpr uint64_t kMaxSlots = 1u << 20;       ///< slots, agents, ranks of one application
+constexpr size_t kMaxRegions = 1u << 16;       ///< regions of one piece
+
 /// One version of one slot held in agent memory (seed 000 §6.2.3): a
 /// pre-faulted mapping registered once with the slot's fabric. After the next
 /// version is published the piece becomes the slot's spare and is recycled
@@ -74,6 +111,7 @@ class Agent {
   explicit Agent(const AgentOptions& o) : opt_(o) {}
 
   int run(std::atomic<bool>* ext_stop) {
+    require_safe_tcp_auth(opt_.listen);
     Socket l = listen_on(opt_.listen);
     std::string addr = bound_address(l, opt_.listen);
     self_addr_ = addr;
@@ -109,8 +147,13 @@ class Agent {
       trim_spares();
       reap();
       if (!c.valid()) continue;
+      // The application's uid, or the service (root, or the uid this agent
+      // runs as: its manager and peer agents); -1 = TCP without
+      // authentication (allowed on loopback only).
       long pu = peer_uid(c);
-      if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0) {
+      if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0 && pu != long(::geteuid())) {
+        std::fprintf(stderr, "icagent %s: refused a connection from uid %ld (serves uid %u)\n", opt_.id.c_str(), pu,
+                     opt_.uid);
         try { send_msg(c, {{"error", "perm: connection from another user"}}); } catch (...) {}
         continue;
       }
@@ -130,10 +173,14 @@ class Agent {
                          }),
                          done});
     }
-    stop_ = true;
     {
+      // under mu_, then wake every waiter: a flush waiting for its write or
+      // its manifest ends at once ("shutdown: ...") instead of at its timeout
       std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
       for (auto& c : conns_) c->shutdown();
+      pfs_done_cv_.notify_all();
+      pfs_cv_.notify_all();
     }
     for (auto& w : workers) w.t.join();
     pfs_cv_.notify_all();
@@ -203,16 +250,31 @@ class Agent {
         if (op == "hello") {
           if (m.value("app", "") != opt_.app || m.value("uid", -1L) != long(opt_.uid))
             throw std::runtime_error("perm: this agent serves another application/user");
-          c.slot = m.at("slot");
+          const int slot = int(need_u64(m, "slot", kMaxSlots - 1));
+          const int nslots = int(opt_u64(m, "nslots", 1, kMaxSlots));
+          const int nagents = int(opt_u64(m, "nagents", 1, kMaxSlots));
+          const int index = int(opt_u64(m, "agent_index", 0, kMaxSlots - 1));
+          // SHMR: slots are nodes, not ranks; the registered rank count
+          // decides when a second-level version is complete (0 = unknown).
+          const int nranks = int(opt_u64(m, "nranks", 0, kMaxSlots));
+          if (nslots < 1 || slot >= nslots || nagents < 1 || index >= nagents)
+            throw std::runtime_error("invalid: hello with slot " + std::to_string(slot) + " of " +
+                                     std::to_string(nslots) + ", agent " + std::to_string(index) + " of " +
+                                     std::to_string(nagents));
+          std::vector<std::string> peers;
+          if (m.contains("peers")) peers = m["peers"].get<std::vector<std::string>>();
+          if (peers.size() > kMaxSlots) throw std::runtime_error("invalid: too many peers");
+          c.slot = slot;
           c.fab = &fabric(m.value("provider", opt_.provider));
           c.peer = c.fab->add_peer(m.at("addr"));
           c.hello = true;
           {
             std::lock_guard<std::mutex> g(mu_);
-            nslots_ = m.value("nslots", 1);
-            nagents_ = m.value("nagents", 1);
-            index_ = m.value("agent_index", 0);
-            if (m.contains("peers")) peers_ = m["peers"].get<std::vector<std::string>>();
+            nslots_ = nslots;
+            nagents_ = nagents;
+            index_ = index;
+            nranks_ = nranks;
+            if (!peers.empty()) peers_ = peers;
             slots_[c.slot];
           }
           r["addr"] = c.fab->address_hex();
@@ -220,7 +282,11 @@ class Agent {
           r["versions"] = versions_of(c.slot);
           r["id"] = opt_.id;
         } else if (op == "part") {
-          add_part(m.at("v"), m.at("index"), m.at("part"));
+          // The reply waits for the manifest (at most timeout_ms): the
+          // sending agent's flush succeeds only once the version is durable.
+          const uint64_t v = need_u64(m, "v");
+          add_part(v, int(need_u64(m, "index", kMaxSlots - 1)), m.at("part").get<std::string>());
+          wait_manifest(v, int(opt_u64(m, "timeout_ms", 60000, 3600000)));
         } else if (op == "stats") {
           std::lock_guard<std::mutex> g(mu_);
           size_t mem = 0;
@@ -236,23 +302,33 @@ class Agent {
                     {"spare_bytes", spare}, {"recycled", recycled_.load()},
                     {"pulls", pulls_.load()}, {"pushes", pushes_.load()}});
         } else if (op == "shutdown") {
-          if (m.value("flush", false)) flush_all(true);
+          if (m.value("flush", false)) {
+            try {
+              flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
+            } catch (const std::exception& e) {
+              r = {{"error", e.what()}};  // reported; the agent stops all the same
+            }
+          }
           send_msg(s, r);
           stop_ = true;
           return;
+        } else if (op == "flush") {  // also from the manager (no hello): the whole agent
+          flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
         } else if (!c.hello) {
           throw std::runtime_error("state: hello first");
         } else if (op == "begin") {
           auto p = std::make_shared<Piece>();
           p->slot = c.slot;
-          p->v = m.at("v");
-          p->total = m.at("total");
+          p->v = need_u64(m, "v", uint64_t(INT64_MAX));
+          p->total = need_u64(m, "total", SIZE_MAX / 2);
           p->regions = m.at("regions");
+          check_regions(p->regions, p->total);
+          check_capacity(p->total);
           p->fab = c.fab;
           p->t0 = now_s();
           take_buffer(c.slot, *p);
-          c.key = m.value("key", uint64_t(0));
-          c.base = m.value("base", uint64_t(0));
+          c.key = opt_u64(m, "key", 0);
+          c.base = opt_u64(m, "base", 0);
           c.piece = p;
           {
             std::lock_guard<std::mutex> g(mu_);
@@ -266,11 +342,14 @@ class Agent {
           }
         } else if (op == "chunk") {
           if (!c.piece) throw std::runtime_error("state: chunk without begin");
-          size_t doff = m.at("data_off"), len = m.at("len"), boff = m.at("buf_off");
-          if (doff + len > c.piece->total) throw std::runtime_error("invalid: chunk outside the piece");
+          const uint64_t doff = need_u64(m, "data_off"), len = need_u64(m, "len"), boff = need_u64(m, "buf_off");
+          if (!inside(doff, len, c.piece->total))
+            throw std::runtime_error("invalid: chunk [" + std::to_string(doff) + ", +" + std::to_string(len) +
+                                     ") outside the piece of " + std::to_string(c.piece->total) + " bytes");
           // Zero-copy commits name the source region's key per chunk.
-          uint64_t key = m.contains("key") ? m["key"].get<uint64_t>() : c.key;
-          uint64_t base = m.contains("base") ? m["base"].get<uint64_t>() : c.base;
+          const uint64_t key = opt_u64(m, "key", c.key);
+          const uint64_t base = opt_u64(m, "base", c.base);
+          if (boff > UINT64_MAX - base) throw std::runtime_error("invalid: buf_off + base overflows");
           c.fab->read(c.peer, *c.piece->mr, doff, len, base + boff, key);
           c.piece->received += len;
         } else if (op == "end") {
@@ -287,34 +366,38 @@ class Agent {
           last_op_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
           c.piece.reset();
         } else if (op == "publish") {
-          publish(c.slot, m.at("v"));
+          publish(c.slot, need_u64(m, "v"));
         } else if (op == "versions") {
           r["versions"] = versions_of(c.slot);
         } else if (op == "rbegin") {
-          auto p = find_piece(c.slot, m.at("v"));
+          auto p = find_piece(c.slot, need_u64(m, "v"));
           if (!p) throw std::runtime_error("noent: version not held by this agent");
           c.piece = p;
-          c.key = m.value("key", uint64_t(0));
-          c.base = m.value("base", uint64_t(0));
+          c.key = opt_u64(m, "key", 0);
+          c.base = opt_u64(m, "base", 0);
           if (!p->mr || p->mr.get() == nullptr) throw std::runtime_error("state: piece not registered");
           r.update({{"total", p->total}, {"regions", p->regions}, {"key", p->mr->key}, {"base", p->mr->remote_base}});
           if (m.value("mode", "pull") == "push") c.busy = std::make_unique<Fabric::Busy>(*c.fab);
         } else if (op == "rchunk") {
           if (!c.piece) throw std::runtime_error("state: rchunk without rbegin");
-          size_t doff = m.at("data_off"), len = m.at("len"), boff = m.at("buf_off");
-          if (doff + len > c.piece->total) throw std::runtime_error("invalid: chunk outside the piece");
-          if (m.contains("key")) c.key = m["key"], c.base = m["base"];
+          const uint64_t doff = need_u64(m, "data_off"), len = need_u64(m, "len"), boff = need_u64(m, "buf_off");
+          if (!inside(doff, len, c.piece->total))
+            throw std::runtime_error("invalid: rchunk [" + std::to_string(doff) + ", +" + std::to_string(len) +
+                                     ") outside the piece of " + std::to_string(c.piece->total) + " bytes");
+          if (m.contains("key")) c.key = need_u64(m, "key"), c.base = need_u64(m, "base");
+          if (boff > UINT64_MAX - c.base) throw std::runtime_error("invalid: buf_off + base overflows");
           c.fab->write(c.peer, *c.piece->mr, doff, len, c.base + boff, c.key);
         } else if (op == "rend") {
           c.busy.reset();
           c.piece.reset();
-        } else if (op == "flush") {
-          flush_all(true);
         } else {
           throw std::runtime_error("invalid: unknown op '" + op + "'");
         }
       } catch (const std::exception& e) {
         r = {{"error", e.what()}};
+        const bool named = m.is_object() && m.contains("op") && m["op"].is_string();
+        std::fprintf(stderr, "icagent %s: refused %s: %s\n", opt_.id.c_str(),
+                     named ? m["op"].get<std::string>().c_str() : "?", e.what());
       }
       try {
         send_msg(s, r);
@@ -323,6 +406,50 @@ class Agent {
       }
     }
     c.busy.reset();
+  }
+
+  /// The regions of a `begin`: each one an object with a safe label, a known
+  /// type, a rank, and [offset, offset + count * elem size) inside the piece
+  /// of `total` bytes (checked without overflow). Throws "invalid: ...".
+  void check_regions(const json& regs, uint64_t total) {
+    if (!regs.is_array()) throw std::runtime_error("invalid: regions must be an array");
+    if (regs.size() > kMaxRegions) throw std::runtime_error("invalid: more than " + std::to_string(kMaxRegions) + " regions");
+    for (auto& r : regs) {
+      if (!r.is_object() || !r.contains("label") || !r["label"].is_string())
+        throw std::runtime_error("invalid: region without a label");
+      const std::string label = r["label"];
+      const uint64_t type = need_u64(r, "type", 255);
+      const size_t es = icheck_elem_size(int(type));
+      if (!es) throw std::runtime_error("invalid: region '" + label + "' has unknown type " + std::to_string(type));
+      const uint64_t count = need_u64(r, "count"), off = need_u64(r, "offset");
+      need_u64(r, "rank", kMaxSlots - 1);
+      if (r.contains("nranks")) need_u64(r, "nranks", kMaxSlots);
+      if (count > UINT64_MAX / es || !inside(off, count * es, total))
+        throw std::runtime_error("invalid: region '" + label + "' [" + std::to_string(off) + ", +" +
+                                 std::to_string(count) + " x " + std::to_string(es) + " bytes) outside the piece of " +
+                                 std::to_string(total) + " bytes");
+    }
+  }
+
+  /// Refuse a piece the agent may not hold (before allocating anything):
+  /// larger than AgentOptions::max_bytes, or than this node's MemAvailable
+  /// plus the memory this agent could recycle. "nomem: ..." reaches the
+  /// application, whose library then writes the version to the second level.
+  void check_capacity(uint64_t total) {
+    if (opt_.max_bytes > 0 && total > opt_.max_bytes)
+      throw std::runtime_error("nomem: checkpoint piece of " + std::to_string(total) +
+                               " bytes exceeds this agent's limit of " + std::to_string(opt_.max_bytes) +
+                               " bytes (max_mem_node_gb)");
+    uint64_t spare = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& [k, st] : slots_)
+        if (st.spare && st.spare->mem) spare += st.spare->mem->len;
+    }
+    const uint64_t avail = mem_available_bytes();
+    if (avail > 0 && total > avail + spare)
+      throw std::runtime_error("nomem: checkpoint piece of " + std::to_string(total) + " bytes exceeds the " +
+                               std::to_string(avail) + " bytes of memory available on this node");
   }
 
   /// Give `p` a registered buffer of at least p.total bytes: the slot's
@@ -424,10 +551,13 @@ class Agent {
   }
 
   /// Write the newest current version to the second level now; with
-  /// `wait`, block until written (at most 120 s) and throw when the write
-  /// failed or did not finish, so "flush" never reports a version safe on
-  /// disk that is not.
-  void flush_all(bool wait) {
+  /// `wait`, block until that version is DURABLE (at most timeout_ms ms):
+  /// this agent's part written and, on agent 0 of a multi-agent set, the
+  /// manifest of all parts committed (a non-zero agent's part delivery
+  /// itself waits for the manifest, see "part"). Throws ("timeout: ...",
+  /// "io: ...", "shutdown: ...") otherwise, so "flush" never reports a
+  /// version safe on disk that is not.
+  void flush_all(bool wait, int timeout_ms = 120000) {
     std::unique_lock<std::mutex> g(mu_);
     uint64_t v = 0;
     for (auto& [s, st] : slots_)
@@ -435,11 +565,37 @@ class Agent {
     if (!v || opt_.pfs_dir.empty()) return;
     queue_part(v);
     if (!wait) return;
-    if (!pfs_done_cv_.wait_for(g, std::chrono::seconds(120), [&] { return done_.count(v) || stop_; }))
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    if (!pfs_done_cv_.wait_until(g, deadline, [&] { return done_.count(v) || stop_; }))
       throw std::runtime_error("timeout: second-level write of v" + std::to_string(v) + " still running");
     auto it = done_.find(v);
     if (it == done_.end()) throw std::runtime_error("shutdown: second-level write of v" + std::to_string(v) + " interrupted");
     if (!it->second.empty()) throw std::runtime_error("io: second-level write of v" + std::to_string(v) + ": " + it->second);
+    if (index_ != 0 || nagents_ <= 1) return;  // single agent: its part was the manifest; others: see "part"
+    g.unlock();
+    wait_manifest(v, int(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                   deadline - std::chrono::steady_clock::now()).count())));
+  }
+
+  /// Agent 0: wait until the manifest of v is committed (all agents' parts
+  /// arrived) or timeout_ms passed; throws when it was not written.
+  void wait_manifest(uint64_t v, int timeout_ms) {
+    std::unique_lock<std::mutex> g(mu_);
+    if (!pfs_done_cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
+                               [&] {
+                                 return manifests_.count(v) || stop_ ||
+                                        (!manifests_.empty() && manifests_.rbegin()->first > v);
+                               })) {
+      int have = parts_.count(v) ? int(parts_[v].size()) : 0;
+      throw std::runtime_error("timeout: manifest of v" + std::to_string(v) + " not written: " +
+                               std::to_string(have) + " of " + std::to_string(nagents_) +
+                               " agents' parts arrived within " + std::to_string(timeout_ms) + " ms");
+    }
+    auto it = manifests_.find(v);
+    if (it == manifests_.end() && !stop_)
+      throw std::runtime_error("superseded: manifest of v" + std::to_string(v) + " not written, a newer one was");
+    if (it == manifests_.end()) throw std::runtime_error("shutdown: manifest of v" + std::to_string(v) + " not written");
+    if (!it->second.empty()) throw std::runtime_error("io: manifest of v" + std::to_string(v) + ": " + it->second);
   }
 
   // Background writer of the second level (§6.2.5).
@@ -480,8 +636,12 @@ class Agent {
     }
     if (pieces.empty()) return;
     int nranks = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      nranks = nranks_;
+    }
     for (auto& p : pieces)
-      for (auto& r : p->regions) nranks = std::max(nranks, int(r.value("nranks", nslots)));
+      for (auto& r : p->regions) nranks = std::max({nranks, int(r.value("nranks", nslots)), int(r.value("rank", 0)) + 1});
     ckstore::Options o;
     o.compress = true;
     o.compress_threshold = uint64_t(opt_.compress_threshold_mb * 1048576.0);
@@ -505,7 +665,7 @@ class Agent {
       add_part(v, 0, part);
     } else if (!peers.empty()) {
       Socket s = connect_to(peers[0], 5000);
-      request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}}, 60000);
+      request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}, {"timeout_ms", 60000}}, 65000);
     }
 #else
     (void)v, (void)pieces;
@@ -523,19 +683,32 @@ class Agent {
       for (auto& [i, p] : parts_[v]) all.push_back(p);
       parts_.erase(v);
       for (auto it = parts_.begin(); it != parts_.end();) it = it->first < v ? parts_.erase(it) : std::next(it);
-      nranks = nslots_;
+      nranks = nranks_ > 0 ? nranks_ : nslots_;
     }
     ckstore::Store store(opt_.pfs_dir, opt_.app, opt_.uid);
     ckstore::Options o;
     o.keep_last = size_t(std::max(1, opt_.keep_versions));
-    // nranks of the manifest: the largest rank recorded + 1 (SHMR slots != ranks)
+    // nranks of the manifest: the registered rank count (hello "nranks"),
+    // raised by the largest rank recorded + 1; a missing rank is then
+    // refused by commit_parts instead of shrinking the version.
     for (auto& p : all) {
       auto j = json::parse(p, nullptr, false);
       if (j.is_object() && j.contains("regions"))
         for (auto& r : j["regions"]) nranks = std::max(nranks, int(r.value("rank", 0)) + 1);
     }
     std::map<std::string, std::string> attrs{{"writer", "icagent"}, {"agents", std::to_string(all.size())}};
-    ckstore::commit_parts(store, v, nranks, all, o, attrs);
+    std::string err;
+    try {
+      ckstore::commit_parts(store, v, nranks, all, o, attrs);
+    } catch (const std::exception& e) {
+      err = e.what();
+      std::fprintf(stderr, "icagent %s: manifest v%llu: %s\n", opt_.id.c_str(), (unsigned long long)v, e.what());
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    manifests_[v] = err;
+    while (manifests_.size() > 64) manifests_.erase(manifests_.begin());
+    pfs_done_cv_.notify_all();
+    if (!err.empty()) throw std::runtime_error(err);
 #else
     (void)v, (void)index, (void)part;
 #endif
@@ -549,7 +722,7 @@ class Agent {
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> conns_;
   std::map<int, SlotState> slots_;
-  int nslots_ = 1, nagents_ = 1, index_ = 0;
+  int nslots_ = 1, nagents_ = 1, index_ = 0, nranks_ = 0;
   std::vector<std::string> peers_;
   long long ncops_ = 0;
   std::atomic<long long> recycled_{0};
@@ -563,6 +736,7 @@ class Agent {
   std::deque<PfsJob> pfs_queue_;
   std::set<uint64_t> written_;
   std::map<uint64_t, std::string> done_;  ///< finished writes: v -> "" or the error
+  std::map<uint64_t, std::string> manifests_;  ///< agent 0: manifests committed: v -> "" or the error
   std::map<uint64_t, std::map<int, std::string>> parts_;
   std::condition_variable pfs_cv_, pfs_done_cv_;
 };

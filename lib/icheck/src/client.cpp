@@ -110,6 +110,7 @@ class ClientImpl {
   std::unique_ptr<Segment> seg;
   json agent_list = json::array();
   long long app_id = -1;
+  std::string app_token;  ///< given by the controller at registration; sent with every app_id
   int64_t version = 0;
   int64_t restart_v = 0;
   std::string restart_src;  // agents|pfs
@@ -165,7 +166,14 @@ class ClientImpl {
   }
 
   // ---- controller
-  json ctl(const json& msg, int timeout_ms) {
+  /// msg plus this application's token when it names the application.
+  json with_token(const json& msg) const {
+    json m = msg;
+    if (m.contains("app_id") && !app_token.empty()) m["app_token"] = app_token;
+    return m;
+  }
+  json ctl(const json& msg0, int timeout_ms) {
+    const json msg = with_token(msg0);
     std::string err = "no controller configured";
     for (int attempt = 0; attempt < std::max(1, cfg.connect_retries); ++attempt) {
       for (auto& a : cfg.controllers) {
@@ -182,8 +190,9 @@ class ClientImpl {
     }
     throw WireError("controller unreachable: " + err);
   }
-  void ctl_quiet(const json& msg) {
+  void ctl_quiet(const json& msg0) {
     if (comm.rank() != 0 || cfg.controllers.empty() || app_id < 0) return;
+    const json msg = with_token(msg0);
     for (auto& a : cfg.controllers) {
       try {
         Socket s = connect_to(a, 500);
@@ -242,7 +251,8 @@ class ClientImpl {
       for (auto& x : list) peers.push_back(x.at("address"));
       json r = request(l->sock,
                        {{"op", "hello"}, {"app", app}, {"uid", uid}, {"slot", slot}, {"nslots", nslots},
-                        {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"peers", peers}, {"provider", fab->provider()},
+                        {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"nranks", comm.size()},
+                        {"peers", peers}, {"provider", fab->provider()},
                         {"addr", fab->address_hex()}},
                        cfg.connect_timeout_ms * 10);
       l->peer = fab->add_peer(r.at("addr"));
@@ -269,7 +279,7 @@ class ClientImpl {
     b->mem = std::make_unique<Mapping>(want, true);
     b->p = b->mem->p;
     b->len = want;
-    b->mr = fab->register_memory(b->p, want);
+    b->mr = fab->register_memory(b->p, want, Fabric::Access::source);  // commits only: data leaves
     buf = std::move(b);
   }
 
@@ -469,7 +479,9 @@ class ClientImpl {
     try {
       rmr.resize(regions.size());
       for (size_t i = 0; i < regions.size(); ++i)
-        if (!rmr[i]) rmr[i] = fab->register_memory(regions[i].ptr, regions[i].bytes);
+        // commits only: the agent may read the regions (pull) or the
+        // library writes from them (push); nobody may write into them
+        if (!rmr[i]) rmr[i] = fab->register_memory(regions[i].ptr, regions[i].bytes, Fabric::Access::source);
       return true;
     } catch (const std::exception& e) {
       last_error = std::string("zero copy disabled: ") + e.what();
@@ -612,6 +624,21 @@ class ClientImpl {
       ctl_quiet({{"op", "version"}, {"app_id", app_id}, {"v", v}, {"bytes", total_bytes() * size_t(comm.size())},
                  {"tsync", last_tsync}, {"mode", mode}});
     return rc;
+  }
+
+  /// Drop the agent link and fence every RMA target of this process: all
+  /// registrations (regions, staging buffer, SHMR segment) and the endpoint
+  /// are closed, so nothing an agent still sends can land; direct mode until
+  /// a later probe reconnects. Tells the controller (rank 0).
+  void drop_agents() {
+    agent.reset();
+    rmr.clear();
+    buf.reset();
+    if (seg) seg->mr.reset();
+    fab.reset();
+    fab_prov.clear();
+    mode = "direct";
+    ctl_quiet({{"op", "agent_failed"}, {"app_id", app_id}, {"error", last_error_}});
   }
 
   std::string pfs_root() {
@@ -760,16 +787,26 @@ class ClientImpl {
       json r = request(a.sock, {{"op", "rbegin"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, cfg.request_timeout_ms);
       size_t total = r.at("total");
       rregions = r.at("regions");
-      if (direct_restore && in_place_ok() && register_regions()) {
-        // restart_all: RMA straight into the application's regions.
+      std::vector<std::unique_ptr<MemRegion>> tmr;  // restore targets, deregistered when done
+      if (direct_restore && in_place_ok() && !zc_broken && cfg.dyn.zero_copy) {
+        try {
+          for (auto& g : regions) tmr.push_back(fab->register_memory(g.ptr, g.bytes, Fabric::Access::target));
+        } catch (const std::exception& e) {
+          last_error = std::string("in-place restore disabled: ") + e.what();
+          tmr.clear();
+        }
+      }
+      if (!tmr.empty()) {
+        // restart_all: RMA straight into the application's regions, through
+        // registrations that allow writes only for this restore.
         Fabric::Busy busy(*fab);
         for (size_t i = 0; i < regions.size(); ++i) {
           const Region& g = regions[i];
           if (pull)
             request(a.sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", g.offset}, {"len", g.bytes},
-                             {"key", rmr[i]->key}, {"base", rmr[i]->remote_base}}, cfg.request_timeout_ms);
+                             {"key", tmr[i]->key}, {"base", tmr[i]->remote_base}}, cfg.request_timeout_ms);
           else
-            fab->read(a.peer, *rmr[i], 0, g.bytes, uint64_t(r.at("base")) + g.offset, r.at("key"), 15000);
+            fab->read(a.peer, *tmr[i], 0, g.bytes, uint64_t(r.at("base")) + g.offset, r.at("key"), 15000);
         }
         request(a.sock, {{"op", "rend"}}, cfg.request_timeout_ms);
         rdata.clear();
@@ -778,7 +815,7 @@ class ClientImpl {
       }
       rdata.assign(total, 0);
       if (total) {
-        auto mr = fab->register_memory(rdata.data(), total);
+        auto mr = fab->register_memory(rdata.data(), total, Fabric::Access::target);
         Fabric::Busy busy(*fab);
         if (pull)
           request(a.sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", 0}, {"len", total},
@@ -880,13 +917,23 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   s.app_id = reply.value("app_id", -1LL);
+  s.app_token = reply.value("app_token", std::string());
   if (reply.contains("params")) s.apply_params(reply["params"]);
   s.version = reply.value("version", int64_t(0));
   s.mode = "direct";
   if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) s.mode = "rdma";
   else if (reply["mode"] == "rdma")
     s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
+  const int64_t acknowledged = s.version;  // newest version the controller recorded as committed
   s.discover();
+  if (acknowledged > s.restart_v) {
+    // Never roll back silently: a committed version is not restorable
+    // (agents lost it and the second level does not hold it).
+    s.last_error = "version " + std::to_string(acknowledged) + " of " + s.app +
+                   " was committed, but the newest restorable version is " + std::to_string(s.restart_v) +
+                   (s.restart_v > 0 ? "; restarting from it" : "; starting anew");
+    if (s.comm.rank() == 0) std::fprintf(stderr, "icheck: WARNING: %s\n", s.last_error_.c_str());
+  }
   *status = s.restart_v > 0 ? ICHECK_STATUS_RESTART : ICHECK_STATUS_NEW;
   s.inited = true;
   s.last_probe = now_s();
@@ -1001,6 +1048,14 @@ int Client::restart() {
   else if (s.restart_src == "agents" && s.agent) ok = s.comm.all(s.restore_from_agent(s.restart_v));
   else s.comm.all(false);
   int rc = ok ? ICHECK_OK : ICHECK_ENOENT;
+  if (!ok && s.restart_src == "agents" && s.mode == "rdma") {
+    // Fence the agents before the fallback writes the regions: an agent
+    // that timed out may still be moving data into them (RMA into the
+    // registered regions) and its late replies would be read as answers to
+    // later requests. Every rank drops its agent link, deregisters its
+    // memory and closes its endpoint, and continues in direct mode.
+    s.drop_agents();
+  }
   if (!ok) {
     // Some rank may have restored in place from its agent before another
     // rank's agent failed: every rank now takes the second-level version.
@@ -1115,6 +1170,7 @@ int Client::probe(const icheck_hints* hints) {
   }
   reply = json::parse(s.comm.bcast(reply.dump()));
   if (reply.contains("app_id")) s.app_id = reply["app_id"];
+  if (reply.contains("app_token") && reply["app_token"].is_string()) s.app_token = reply["app_token"];
   if (reply.contains("params")) s.apply_params(reply["params"]);  // dynamic config changes (Listing 6.2)
   if (!reply.value("changed", false)) return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
   s.agent.reset();
@@ -1153,12 +1209,22 @@ int Client::finalize(int flags) {
   if (flags & ~IC_PERSIST) return ICHECK_EINVAL;
   int rc = wait();
   bool persist = flags & IC_PERSIST;
+  // Without IC_PERSIST the agents stop after this: the newest version must
+  // be on the second level first. A failed flush (the agent's write, or on
+  // a multi-agent set the manifest of all parts) is reported: every rank
+  // returns ICHECK_EIO and icheck_strerror/last error name the cause.
+  bool flushed = true;
   if (s.agent && !persist) {
     try {
-      request(s.agent->sock, {{"op", "flush"}}, 120000);
-    } catch (...) {
+      request(s.agent->sock, {{"op", "flush"}, {"timeout_ms", 120000}}, 125000);
+    } catch (const std::exception& e) {
+      s.last_error = std::string("flush before finalize failed: ") + e.what();
+      std::fprintf(stderr, "icheck: %s\n", s.last_error_.c_str());
+      flushed = false;
     }
   }
+  flushed = s.comm.all(flushed);
+  if (rc == ICHECK_OK && !flushed) rc = ICHECK_EIO;
   s.comm.barrier();
   s.ctl_quiet({{"op", "finalize"}, {"app_id", s.app_id}, {"persist", persist}});
   s.agent.reset();
@@ -1182,5 +1248,6 @@ int Client::finalize(int flags) {
 int64_t Client::version() const { return impl_->version; }
 const char* Client::mode() const { return impl_->mode.c_str(); }
 double Client::last_commit_seconds() const { return impl_->last_tsync; }
+const char* Client::last_error() const { return impl_->last_error_.c_str(); }
 
 }  // namespace dynres::icheck

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <condition_variable>
+#include <optional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -62,7 +65,33 @@ const std::vector<std::string> kMigrations = {
        ALTER TABLE icheck_nodes ADD COLUMN up_since REAL;
        ALTER TABLE icheck_nodes ADD COLUMN relaunches INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE icheck_nodes ADD COLUMN relaunch_at REAL;
-       ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)"};
+       ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)",
+    // 3: controller epoch (issue 11 item 12): every controller that becomes
+    // active takes the next epoch; the lease is renewed only while the row
+    // still holds this controller's epoch, so a primary that was stalled
+    // past its lease finds itself fenced instead of acting beside the
+    // standby that took over.
+    R"(ALTER TABLE icheck_controller ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;)",
+    // 4: application token (issue 11 item 8): 128 random bits handed out at
+    // registration; every later message about the application must carry
+    // it (app ids are small sequential integers, easy to guess).
+    R"(ALTER TABLE icheck_apps ADD COLUMN token TEXT;)"};
+
+/// 128 random bits as 32 hex digits (getrandom). Throws when none can be had.
+std::string random_token() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t r = ::getrandom(b + got, sizeof b - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    got += size_t(r);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) s += hex[c >> 4], s += hex[c & 15];
+  return s;
+}
 
 /// Wait statuses of detached children, recorded by their reaper threads and
 /// drained by the controller's monitor. Shared, so that a reaper finishing
@@ -138,6 +167,8 @@ class Controller {
   }
 
   int run(std::atomic<bool>* stop) {
+    stop_ = stop;
+    require_safe_tcp_auth(addr_);  // before waiting as a standby: fail at start
     const double lease = cfg_.heartbeat_interval * cfg_.heartbeat_misses;
     if (opt_.standby) {
       std::fprintf(stderr, "icheckd controller: standby, watching the primary's lease\n");
@@ -154,29 +185,113 @@ class Controller {
       db_->exec("UPDATE icheck_nodes SET last_heartbeat = " + std::to_string(wall()) + " WHERE state = 'up'");
       db_->exec("UPDATE icheck_nodes SET relaunch_at = " + std::to_string(wall()) + " WHERE state = 'relaunching'");
     }
-    renew_lease();
+    take_lease();
+    lease_db_ = std::make_unique<Db>(cfg_.state_file, false);
+    std::thread lease_th([&] { lease_loop(stop); });
     if (is_unix_address(addr_)) fs::create_directories(fs::path(addr_.substr(5)).parent_path());
     Socket l = listen_on(addr_);
     std::printf("READY %s\n", bound_address(l, addr_).c_str());
     std::fflush(stdout);
     std::thread mon([&] { monitor(stop); });
-    std::vector<std::thread> th;
+    // Connections are authenticated on their own thread (a slow or hostile
+    // TCP peer never stalls this loop), at most kMaxPerPeer at a time per
+    // peer host and kMaxConnections in all.
     while (!*stop) {
-      Socket c = accept_on(l, 200);
+      Socket c = accept_unauthenticated(l, 200);
       if (!c.valid()) continue;
+      const std::string host = peer_host(c);
+      bool over = active_ >= kMaxConnections;
+      if (!over && !host.empty()) {
+        std::lock_guard<std::mutex> g(peers_mu_);
+        if (per_peer_[host] >= kMaxPerPeer) over = true;
+        else per_peer_[host]++;
+      }
+      if (over) {
+        std::fprintf(stderr, "icheckd controller: refused a connection from %s: too many connections\n",
+                     host.empty() ? "a local peer" : host.c_str());
+        try { send_msg(c, {{"error", "busy: too many connections to the controller from " + host}}); } catch (...) {}
+        continue;
+      }
       auto sp = std::make_shared<Socket>(std::move(c));
-      std::thread([this, sp] { serve(*sp); }).detach();
+      active_++;
+      std::thread([this, sp, host] {
+        if (authenticate_accepted(*sp)) serve(*sp);
+        if (!host.empty()) {
+          std::lock_guard<std::mutex> g(peers_mu_);
+          if (--per_peer_[host] <= 0) per_peer_.erase(host);
+        }
+        active_--;
+      }).detach();
     }
     mon.join();
-    return 0;
+    lease_th.join();
+    // the per-connection threads use this object: wait for them (each ends
+    // within its 10 s receive timeout plus its request)
+    while (active_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (fenced_) std::fprintf(stderr, "icheckd controller: stopped (fenced by epoch %lld)\n", (long long)fenced_by_);
+    return fenced_ ? 3 : 0;
   }
 
  private:
-  void renew_lease() {
+  /// Become the active controller: take the next controller epoch.
+  void take_lease() {
     std::lock_guard<std::mutex> g(mu_);
-    Stmt(*db_, "INSERT INTO icheck_controller(id, address, pid, heartbeat) VALUES(1, ?, ?, ?) "
-               "ON CONFLICT(id) DO UPDATE SET address = excluded.address, pid = excluded.pid, heartbeat = excluded.heartbeat")
-        .bind(1, addr_).bind(2, int64_t(::getpid())).bind(3, wall()).run();
+    db_->write_tx([&] {
+      int64_t cur = 0;
+      {
+        Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+        if (q.step()) cur = q.i64(0);
+      }
+      epoch_ = cur + 1;
+      Stmt(*db_, "INSERT INTO icheck_controller(id, address, pid, heartbeat, epoch) VALUES(1, ?, ?, ?, ?) "
+                 "ON CONFLICT(id) DO UPDATE SET address = excluded.address, pid = excluded.pid, "
+                 "heartbeat = excluded.heartbeat, epoch = excluded.epoch")
+          .bind(1, addr_).bind(2, int64_t(::getpid())).bind(3, wall()).bind(4, epoch_).run();
+    });
+    std::fprintf(stderr, "icheckd controller: active with epoch %lld\n", (long long)epoch_);
+  }
+
+  /// Renew the lease every half heartbeat interval on its own connection,
+  /// never waiting for mu_ (requests that start agents hold it for long).
+  /// The row must still carry our epoch: otherwise a standby took over
+  /// while we were stalled, and we stop (fenced).
+  void lease_loop(std::atomic<bool>* stop) {
+    while (!*stop) {
+      try {
+        Stmt(*lease_db_, "UPDATE icheck_controller SET heartbeat = ? WHERE id = 1 AND epoch = ?")
+            .bind(1, wall()).bind(2, epoch_).run();
+        if (lease_db_->changes() == 0) fence("the lease");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icheckd controller: lease: %s\n", e.what());
+      }
+      for (int i = 0; i < int(cfg_.heartbeat_interval * 5) && !*stop; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  /// A newer controller epoch holds the state file: stop acting at once.
+  void fence(const char* where) {
+    int64_t cur = -1;
+    try {
+      Stmt q(*lease_db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+      if (q.step()) cur = q.i64(0);
+    } catch (...) {
+    }
+    if (!fenced_.exchange(true))
+      std::fprintf(stderr, "icheckd controller: fenced (%s): epoch %lld holds the state file, this one has %lld; stopping\n",
+                   where, (long long)cur, (long long)epoch_);
+    fenced_by_ = cur;
+    if (stop_) *stop_ = true;
+  }
+
+  /// Every request and every supervision pass first checks that this
+  /// controller still holds the state file (caller holds mu_).
+  void check_epoch() {
+    if (fenced_) throw std::runtime_error("fenced: this controller was superseded by a newer one");
+    Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+    if (q.step() && q.i64(0) == epoch_) return;
+    fence("a request");
+    throw std::runtime_error("fenced: this controller was superseded by a newer one");
   }
 
   void monitor(std::atomic<bool>* stop) {
@@ -184,8 +299,8 @@ class Controller {
     while (!*stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(int(cfg_.heartbeat_interval * 500)));
       try {
-        renew_lease();
         std::lock_guard<std::mutex> g(mu_);
+        check_epoch();
         check_nodes();
         if (wall() - last_dyn > dyn_.read_interval) {  // Listing 6.2 readInterval
           dyn_ = load_dynamic(cfg_.dynamic_file, cfg_.dyn);
@@ -347,16 +462,111 @@ class Controller {
     }
   }
 
+  /// Run f without the controller lock when the calling request holds it
+  /// (handle()); relocked afterwards, also when f throws. For network calls
+  /// (issue 11 item 12): a slow manager must not starve heartbeats, the
+  /// monitor or other applications.
+  template <class F>
+  auto unlocked(F&& f) {
+    std::unique_lock<std::mutex>* lk = tl_lock_;
+    if (!lk || !lk->owns_lock()) return f();
+    lk->unlock();
+    struct Relock {
+      std::unique_lock<std::mutex>* lk;
+      ~Relock() { lk->lock(); }
+    } relock{lk};
+    return f();
+  }
+
+  /// One agent change per application at a time: requests that start or
+  /// stop an application's agents (register, probe, finalize) wait for one
+  /// in progress (its network calls run without the lock). Caller holds mu_
+  /// through tl_lock_.
+  struct AppBusy {
+    Controller& c;
+    int64_t app;
+    AppBusy(Controller& ctl, int64_t a) : c(ctl), app(a) {
+      if (c.tl_lock_) c.busy_cv_.wait(*c.tl_lock_, [&] { return !c.busy_apps_.count(app); });
+      c.busy_apps_.insert(app);
+    }
+    ~AppBusy() {
+      c.busy_apps_.erase(app);
+      c.busy_cv_.notify_all();
+    }
+    AppBusy(const AppBusy&) = delete;
+    AppBusy& operator=(const AppBusy&) = delete;
+  };
+
+  /// The iCheck service itself: root, or the uid the daemons run as
+  /// (managers heartbeat, the controller commands managers). -1 = identity
+  /// unknown (TCP with ICHECK_TCP_AUTH=none, allowed only on loopback).
+  static bool is_service(long uid) { return uid == 0 || uid == long(::geteuid()); }
+
+  /// The application `app_id` of the message, which the peer must own
+  /// (registered under the peer's authenticated uid) unless it is the
+  /// service. Throws "perm: ..." / "noent: ...". Caller holds mu_.
+  int64_t owned_app(const json& m, long uid, const std::string& op) {
+    auto it = m.find("app_id");
+    if (it == m.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+      throw std::runtime_error("invalid: " + op + " needs a non-negative integer app_id");
+    const int64_t app = it->get<int64_t>();
+    Stmt q(*db_, "SELECT uid, token FROM icheck_apps WHERE id = ?");
+    q.bind(1, app);
+    if (!q.step()) throw std::runtime_error("noent: unknown application " + std::to_string(app));
+    const long owner = long(q.i64(0));
+    const std::string token = q.is_null(1) ? "" : q.text(1);
+    q.reset();
+    // Anybody but the service also needs the application's token (the
+    // only check when the peer's identity is unknown: ICHECK_TCP_AUTH=none).
+    if (!(uid >= 0 && is_service(uid))) {
+      auto t = m.find("app_token");
+      if (token.empty() || t == m.end() || !t->is_string() || t->get<std::string>() != token) {
+        std::fprintf(stderr, "icheckd controller: refused %s of application %lld: wrong or missing app_token\n",
+                     op.c_str(), (long long)app);
+        throw std::runtime_error("perm: " + op + " of application " + std::to_string(app) +
+                                 " without its app_token (given at registration)");
+      }
+    }
+    if (uid >= 0 && !is_service(uid) && owner != uid) {
+      std::fprintf(stderr, "icheckd controller: refused %s of application %lld (uid %ld) from uid %ld\n", op.c_str(),
+                   (long long)app, owner, uid);
+      throw std::runtime_error("perm: application " + std::to_string(app) + " belongs to another user");
+    }
+    return app;
+  }
+
   json handle(const json& m, long uid) {
+    if (!m.is_object()) throw std::runtime_error("invalid: a request must be a JSON object");
     std::string op = m.value("op", "");
-    if (uid >= 0 && m.contains("uid") && uid != 0 && m["uid"].get<long>() != uid)
+    if (uid >= 0 && m.contains("uid") && !is_service(uid) &&
+        (!m["uid"].is_number_integer() || m["uid"].get<long>() != uid))
       throw std::runtime_error("perm: uid mismatch");
-    std::lock_guard<std::mutex> g(mu_);
+    if (op == "heartbeat" && uid >= 0 && !is_service(uid)) {
+      std::fprintf(stderr, "icheckd controller: refused heartbeat from uid %ld: only managers (uid %ld) may send it\n",
+                   uid, long(::geteuid()));
+      throw std::runtime_error("perm: only the iCheck managers (uid " + std::to_string(::geteuid()) +
+                               ") may send heartbeat");
+    }
+    std::unique_lock<std::mutex> g(mu_);
+    tl_lock_ = &g;  // network calls of this request release it (unlocked())
+    struct Clear {
+      ~Clear() { tl_lock_ = nullptr; }
+    } clear;
+    check_epoch();
     if (op == "heartbeat") return heartbeat(m);
-    if (op == "register") return reg(m);
-    if (op == "probe") return probe(m);
+    if (op == "register") return reg(m, uid);
+    if (op == "probe") {
+      AppBusy busy(*this, owned_app(m, uid, op));
+      return probe(m);
+    }
+    if (op == "status") return status(uid);
+    const int64_t app_id = owned_app(m, uid, op);
     if (op == "version") {
-      int64_t app = m.at("app_id"), v = m.at("v");
+      const int64_t app = app_id;
+      auto vj = m.find("v");
+      if (vj == m.end() || !vj->is_number_integer() || vj->get<int64_t>() < 1)
+        throw std::runtime_error("invalid: version needs an integer v >= 1");
+      const int64_t v = vj->get<int64_t>();
       db_->write_tx([&] {
         Stmt(*db_, "INSERT OR REPLACE INTO icheck_versions VALUES(?,?,?,?,?,?)")
             .bind(1, app).bind(2, v).bind(3, m.value("bytes", int64_t(0))).bind(4, m.value("tsync", 0.0))
@@ -367,16 +577,25 @@ class Controller {
       return {{"ok", true}};
     }
     if (op == "agent_failed") {
-      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, m.value("app_id", int64_t(-1))).run();
+      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, app_id).run();
       return {{"ok", true}};
     }
     if (op == "finalize") {
-      int64_t app = m.at("app_id");
+      const int64_t app = app_id;
+      AppBusy busy(*this, app);
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
-      if (!m.value("persist", false)) stop_agents(app, true);
+      if (m.value("persist", false)) return {{"ok", true}};
+      // Stop the agents only once the whole set's newest version is on the
+      // second level; otherwise they keep it in memory (a rerun restarts
+      // from them) rather than lose it.
+      if (!flush_set(app)) {
+        std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
+                     (long long)app);
+        return {{"ok", true}, {"kept_agents", true}};
+      }
+      stop_agents(app, false);
       return {{"ok", true}};
     }
-    if (op == "status") return status();
     throw std::runtime_error("invalid: unknown op '" + op + "'");
   }
 
@@ -427,7 +646,21 @@ class Controller {
       std::fprintf(stderr, "icheckd controller: node %s: manager pid %lld %s (epoch %lld)%s\n", node.c_str(),
                    (long long)pid, registering ? "registered" : "is back", (long long)epoch,
                    state == "relaunching" ? ", relaunch done" : "");
-    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}, {"epoch", epoch}};
+    // Agents the manager still runs that this controller no longer counts
+    // on (declared lost while the manager was unreachable, or stopped): the
+    // manager stops them, so they do not hold their memory for nothing.
+    // Ids the controller does not know yet (a start in flight) are left alone.
+    json stop_ids = json::array();
+    for (auto& a : m.value("agents", json::array())) {
+      if (!a.is_string()) continue;
+      Stmt q(*db_, "SELECT state FROM icheck_agents WHERE id = ? AND node = ?");
+      q.bind(1, a.get<std::string>()).bind(2, node);
+      if (q.step() && q.text(0) != "up") stop_ids.push_back(a);
+    }
+    if (!stop_ids.empty())
+      std::fprintf(stderr, "icheckd controller: node %s: asking the manager to stop %zu agent(s) no longer in use\n",
+                   node.c_str(), stop_ids.size());
+    return {{"ok", true}, {"heartbeat_interval", cfg_.heartbeat_interval}, {"epoch", epoch}, {"stop_agents", stop_ids}};
   }
 
   std::vector<NodeStatus> nodes() {
@@ -459,8 +692,10 @@ class Controller {
 
   /// Alg. 6: place `count` agents for app and start them through the managers.
   json start_agents(int64_t app, const std::string& name, uint32_t uid, int count) {
+    std::set<std::string> excluded;  // nodes whose manager refused this start
     for (int attempt = 0; attempt < 3; ++attempt) {
       auto ns = nodes();
+      std::erase_if(ns, [&](const NodeStatus& n) { return excluded.count(n.node) > 0; });
       auto cand = select_candidates(ns, dyn_.node_selection, dyn_.candidate_count);
       if (cand.empty()) throw std::runtime_error("no checkpoint node is up");
       std::vector<int> cap;
@@ -475,17 +710,24 @@ class Controller {
       bool failed = false;
       for (auto& [node, k] : per) {
         try {
-          Socket s = connect_to(node_address(node), 2000);
+          const std::string address = node_address(node);
           std::vector<std::string> ids;
           for (int i = 0; i < k; ++i) {
             std::string id = "a";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "a" + ...
             id += std::to_string(app) + "-" + std::to_string(++seq_) + "-" + std::to_string(int64_t(wall()) % 100000);
             ids.push_back(id);
           }
-          send_msg(s, {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
-                       {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
-                       {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions}});
-          json r = recv_msg(s, cfg_.request_timeout_ms);
+          const json req = {{"op", "start"}, {"app", name}, {"uid", uid}, {"ids", ids},
+                            {"pfs_every", dyn_.pfs_every}, {"multi_level", dyn_.enable_multi_level},
+                            {"compress_threshold_mb", dyn_.compress_threshold_mb}, {"keep", dyn_.keep_versions},
+                            {"max_bytes", uint64_t(std::max(0.0, dyn_.max_mem_node_gb) * 1e9)}};
+          // the manager may take up to request_timeout_ms: without the lock
+          // (heartbeats and other applications' requests go on meanwhile)
+          json r = unlocked([&] {
+            Socket s = connect_to(address, 2000);
+            send_msg(s, req);
+            return recv_msg(s, cfg_.request_timeout_ms);
+          });
           if (r.contains("error")) throw std::runtime_error("refused: " + r["error"].get<std::string>());
           for (auto& a : r.at("agents")) {
             Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
@@ -499,40 +741,117 @@ class Controller {
         } catch (const WireError& e) {  // no answer: the manager is lost (§6.5.3)
           node_lost(node, std::string("unreachable: ") + e.what());
           failed = true;
-        } catch (const std::exception& e) {  // it answers, but could not start the agents
-          std::fprintf(stderr, "icheckd controller: manager of %s: %s\n", node.c_str(), e.what());
-          mark_node_down(node);
+        } catch (const std::exception& e) {  // it answers, but could not start these agents:
+          // the node and its other agents stay up; this start avoids it
+          std::fprintf(stderr, "icheckd controller: manager of %s: %s (node left out of this placement)\n",
+                       node.c_str(), e.what());
+          excluded.insert(node);
           failed = true;
         }
       }
       if (!failed) return agents;
       // roll back the partial set and retry without the failed node
-      for (auto& a : agents) stop_agent_ids({a.at("id").get<std::string>()}, false);
+      std::vector<std::string> ids;
+      for (auto& a : agents) ids.push_back(a.at("id").get<std::string>());
+      stop_agent_ids(ids, false);
     }
     throw std::runtime_error("could not start agents");
   }
 
-  void stop_agent_ids(const std::vector<std::string>& ids, bool flush) {
+  /// Stop agents `ids` through their managers, all nodes at once (one
+  /// request per node, concurrently): with `flush` every agent of the set
+  /// flushes at the same time, so agent 0 gets every part and writes the
+  /// manifest (stopping one by one would stop agent 0 before the others'
+  /// parts reach it). Flush failures are logged. Returns false when some
+  /// flush failed or a manager did not answer.
+  bool stop_agent_ids(const std::vector<std::string>& ids, bool flush) {
+    std::map<std::string, std::vector<std::string>> per_node;
     for (auto& id : ids) {
       Stmt q(*db_, "SELECT node FROM icheck_agents WHERE id = ?");
       q.bind(1, id);
-      if (!q.step()) continue;
-      std::string node = q.text(0);
-      try {
-        Socket s = connect_to(node_address(node), 1000);
-        request(s, {{"op", "stop"}, {"ids", {id}}, {"flush", flush}}, 30000);
-      } catch (...) {
-      }
-      Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+      if (q.step()) per_node[q.text(0)].push_back(id);
     }
+    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
+    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
+    std::vector<std::string> errs(jobs.size());
+    unlocked([&] {
+    std::vector<std::thread> th;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      th.emplace_back([&, i] {
+        try {
+          Socket s = connect_to(jobs[i].second, 1000);
+          json r = request(s, {{"op", "stop"}, {"ids", per_node[jobs[i].first]}, {"flush", flush}}, 65000);
+          for (auto& e : r.value("flush_errors", json::array()))
+            errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
+                       e.value("error", std::string("?"));
+        } catch (const std::exception& e) {
+          errs[i] = std::string("manager unreachable: ") + e.what();
+        }
+      });
+    for (auto& t : th) t.join();
+    return 0;
+    });
+    bool ok = true;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!errs[i].empty()) {
+        ok = false;
+        std::fprintf(stderr, "icheckd controller: node %s: stopping agents%s: %s\n", jobs[i].first.c_str(),
+                     flush ? " with flush" : "", errs[i].c_str());
+      }
+    for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+    return ok;
   }
-  void stop_agents(int64_t app, bool flush) {
+  /// Flush the up agents of `app` through their managers, all nodes at once,
+  /// without the lock. true when every agent reported its newest version
+  /// durable (manifest written); failures are logged. The agents keep
+  /// running either way.
+  bool flush_set(int64_t app) {
+    std::map<std::string, std::vector<std::string>> per_node;
+    {
+      Stmt q(*db_, "SELECT id, node FROM icheck_agents WHERE app_id = ? AND state = 'up'");
+      q.bind(1, app);
+      while (q.step()) per_node[q.text(1)].push_back(q.text(0));
+    }
+    if (per_node.empty()) return true;
+    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
+    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
+    std::vector<std::string> errs(jobs.size());
+    unlocked([&] {
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        th.emplace_back([&, i] {
+          try {
+            Socket s = connect_to(jobs[i].second, 1000);
+            json r = request(s, {{"op", "flush"}, {"ids", per_node[jobs[i].first]}, {"timeout_ms", 50000}}, 65000);
+            for (auto& e : r.value("flush_errors", json::array()))
+              errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
+                         e.value("error", std::string("?"));
+          } catch (const std::exception& e) {
+            errs[i] = std::string("manager unreachable: ") + e.what();
+          }
+        });
+      for (auto& t : th) t.join();
+      return 0;
+    });
+    bool ok = true;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!errs[i].empty()) {
+        ok = false;
+        std::fprintf(stderr, "icheckd controller: application %lld: flush on node %s failed: %s\n", (long long)app,
+                     jobs[i].first.c_str(), errs[i].c_str());
+      }
+    return ok;
+  }
+
+  bool stop_agents(int64_t app, bool flush) {
     std::vector<std::string> ids;
     Stmt q(*db_, "SELECT id FROM icheck_agents WHERE app_id = ? AND state = 'up'");
     q.bind(1, app);
     while (q.step()) ids.push_back(q.text(0));
-    stop_agent_ids(ids, flush);
+    q.reset();  // see reg()
+    const bool ok = stop_agent_ids(ids, flush);
     Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run();
+    return ok;
   }
 
   json agents_of(int64_t app, bool* all_up) {
@@ -560,34 +879,57 @@ class Controller {
   }
 
   // Alg. 5 agent_selection, on icheck_init.
-  json reg(const json& m) {
+  json reg(const json& m, long peer) {
     std::string name = m.at("app");
-    uint32_t uid = m.at("uid");
+    // the application is bound to the authenticated uid (the claimed one
+    // only from the service, or when the identity is unknown)
+    if (!m.contains("uid") || !m["uid"].is_number_unsigned() || m["uid"].get<uint64_t>() > UINT32_MAX)
+      throw std::runtime_error("invalid: register needs the uid");
+    uint32_t uid = m["uid"].get<uint32_t>();
+    if (peer >= 0 && !is_service(peer) && long(uid) != peer) throw std::runtime_error("perm: uid mismatch");
     AppShape shape{m.value("nodes", 1), m.value("procs", 1), m.value("strategy", "mr") == "shmr"};
-    Stmt q(*db_, "SELECT id, num_agents, version FROM icheck_apps WHERE name = ? AND uid = ?");
+    Stmt q(*db_, "SELECT id, num_agents, version, token FROM icheck_apps WHERE name = ? AND uid = ?");
     q.bind(1, name).bind(2, int64_t(uid));
     int64_t id = -1, version = 0;
     int num = 0;
-    if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2);
+    std::string token;
+    if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2), token = q.is_null(3) ? "" : q.text(3);
+    q.reset();  // end the read: a statement kept open would pin a stale snapshot
+                // and make this connection's writes fail "database is locked"
+                // once the lease thread (own connection) has written
+    std::optional<AppBusy> busy;
+    if (id >= 0) busy.emplace(*this, id);
+    if (id >= 0 && token.empty()) {  // registered before tokens existed
+      token = random_token();
+      Stmt(*db_, "UPDATE icheck_apps SET token = ? WHERE id = ?").bind(1, token).bind(2, id).run();
+    }
     if (id >= 0) {
       bool up = false;
       json agents = agents_of(id, &up);
       Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
           .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
       if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
-        return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
-      stop_agents(id, true);
+        return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
+      if (up && !flush_set(id)) {  // the set must not go before its newest version is durable
+        std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
+                     (long long)id);
+        return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
+      }
+      stop_agents(id, false);
       num = std::clamp(num, 1, agent_upper_bound(shape, dyn_));
     } else {
       num = initial_agent_count(shape, dyn_);  // l. 15-16
-      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated) VALUES(?,?,?,?,?,?,-1,?)")
+      token = random_token();
+      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token) "
+                 "VALUES(?,?,?,?,?,?,-1,?,?)")
           .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
-          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).run();
+          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
       id = db_->last_insert_id();
+      busy.emplace(*this, id);
     }
     json agents = start_agents(id, name, uid, num);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
-    return {{"app_id", id}, {"agents", agents}, {"version", version}, {"params", params()}};
+    return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
   }
 
   // Alg. 5 get_num_agents on icheck_probe_agents, and failure recovery (§6.5.2).
@@ -601,6 +943,7 @@ class Controller {
     CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
     bool needs = q.i64(6) != 0 || m.value("failed", false);
     AppShape shape{m.value("nodes", int(q.i64(7))), m.value("procs", int(q.i64(8))), q.text(9) == "shmr"};
+    q.reset();  // see reg()
     bool up = false;
     json cur = agents_of(id, &up);
     if (!up) needs = true;
@@ -612,13 +955,23 @@ class Controller {
         .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
         .bind(5, shape.num_procs).bind(6, id).run();
     if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
-    stop_agents(id, true);  // old agents write their version to the second level, then stop
+    // The old agents go only once their newest version is on the second
+    // level (all of them up: a flush failure keeps them, the change waits
+    // for a later probe); with agents lost, what they held is gone anyway.
+    if (up && !flush_set(id)) {
+      std::fprintf(stderr, "icheckd controller: application %lld: agent change postponed (newest version not durable)\n",
+                   (long long)id);
+      return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
+    }
+    stop_agents(id, false);
     json agents = start_agents(id, name, uid, next.num_agents);
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
     return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}, {"params", params()}};
   }
 
-  json status() {
+  /// Status for `uid`: everything for the service; an ordinary user sees
+  /// the nodes and only their own applications.
+  json status(long uid = 0) {
     json out = {{"controller", addr_}, {"pid", ::getpid()}, {"nodes", json::array()}, {"apps", json::array()}};
     Stmt n(*db_, "SELECT node, address, state, last_heartbeat, metrics, epoch, pid, host, relaunches, relaunch_pid "
                  "FROM icheck_nodes ORDER BY node");
@@ -629,6 +982,7 @@ class Controller {
                               {"relaunches", n.i64(8)}, {"relaunch_pid", n.i64(9)}});
     Stmt a(*db_, "SELECT id, name, uid, num_agents, version, is_active, needs_change FROM icheck_apps ORDER BY id");
     while (a.step()) {
+      if (uid >= 0 && !is_service(uid) && a.i64(2) != uid) continue;
       bool up;
       out["apps"].push_back({{"id", a.i64(0)}, {"name", a.text(1)}, {"uid", a.i64(2)}, {"num_agents", a.i64(3)},
                              {"version", a.i64(4)}, {"active", a.i64(5) != 0}, {"needs_change", a.i64(6) != 0},
@@ -646,6 +1000,19 @@ class Controller {
   int seq_ = 0;
   std::shared_ptr<Reaped> reaped_ = std::make_shared<Reaped>();
   std::set<pid_t> children_;  ///< launch commands started here and not yet reaped (under mu_)
+  int64_t epoch_ = 0;                ///< controller epoch held (take_lease)
+  std::unique_ptr<Db> lease_db_;     ///< the lease thread's own connection
+  std::atomic<bool> fenced_{false};
+  std::atomic<int64_t> fenced_by_{0};
+  std::atomic<bool>* stop_ = nullptr;
+  std::atomic<int> active_{0};       ///< connection threads running
+  static constexpr int kMaxConnections = 256;
+  static constexpr int kMaxPerPeer = 32;
+  static inline thread_local std::unique_lock<std::mutex>* tl_lock_ = nullptr;  ///< lock held by this request thread
+  std::set<int64_t> busy_apps_;     ///< applications with an agent change in progress (under mu_)
+  std::condition_variable busy_cv_;  ///< connections at once from one TCP peer host
+  std::mutex peers_mu_;
+  std::map<std::string, int> per_peer_;
 };
 }  // namespace
 

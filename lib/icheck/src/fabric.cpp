@@ -1,5 +1,7 @@
 #include "dynres/icheck/fabric.hpp"
 
+#include <sys/random.h>
+
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -157,6 +159,7 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
                       fi_strerror(int(-last)));
   provider_ = info_->fabric_attr->prov_name;
   mr_mode_ = info_->domain_attr->mr_mode;
+  key_size_ = info_->domain_attr->mr_key_size;
   max_msg_ = info_->ep_attr->max_msg_size ? info_->ep_attr->max_msg_size : opt.max_chunk;
   try {
     FI_CHECK(fi_fabric(info_->fabric_attr, &fabric_, nullptr));
@@ -217,14 +220,25 @@ uint64_t Fabric::add_peer(const std::string& hex) {
   return a;
 }
 
-std::unique_ptr<MemRegion> Fabric::register_memory(void* buf, size_t len) {
+std::unique_ptr<MemRegion> Fabric::register_memory(void* buf, size_t len, Access use) {
   auto r = std::make_unique<MemRegion>();
   r->base = buf;
   r->len = len;
   uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  uint64_t req_key = (mr_mode_ & FI_MR_PROV_KEY) ? 0 : next_key_++;
+  if (use == Access::source) access = FI_WRITE | FI_REMOTE_READ;
+  if (use == Access::target) access = FI_READ | FI_REMOTE_WRITE;
   std::lock_guard<std::mutex> g(mu_);
-  FI_CHECK(fi_mr_reg(domain_, buf, len, access, 0, req_key, 0, &r->mr, nullptr));
+  for (int attempt = 0;; ++attempt) {
+    uint64_t req_key = 0;
+    if (!(mr_mode_ & FI_MR_PROV_KEY)) {
+      if (::getrandom(&req_key, sizeof req_key, 0) != ssize_t(sizeof req_key)) req_key = next_key_++;
+      if (key_size_ > 0 && key_size_ < 8) req_key &= (uint64_t(1) << (8 * key_size_)) - 1;
+    }
+    int rc = fi_mr_reg(domain_, buf, len, access, 0, req_key, 0, &r->mr, nullptr);
+    if (rc == 0) break;
+    if (rc == -FI_ENOKEY && attempt < 8) continue;  // key taken: draw another
+    throw FabricError(std::string("fi_mr_reg: ") + fi_strerror(-rc));
+  }
   if (mr_mode_ & FI_MR_ENDPOINT) {
     FI_CHECK(fi_mr_bind(r->mr, &ep_->fid, 0));
     FI_CHECK(fi_mr_enable(r->mr));

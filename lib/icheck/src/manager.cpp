@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -65,6 +66,7 @@ class Manager {
   }
 
   int run(std::atomic<bool>* stop) {
+    require_safe_tcp_auth(opt_.listen);
     const bool on_path = is_unix_address(opt_.listen);
     if (on_path) claim_socket_path();
     Socket l = listen_on(opt_.listen);
@@ -74,13 +76,63 @@ class Manager {
     std::printf("READY %s\n", addr_.c_str());
     std::fflush(stdout);
     std::thread hb([&] { heartbeat_loop(stop); });
+    // Each connection is authenticated and served on its own thread (a slow
+    // or silent peer stalls nobody), at most kMaxPerPeer at once per TCP
+    // peer host; run() waits for them before returning (they use `this`).
+    std::atomic<int> active{0};
+    std::mutex peers_mu;
+    std::map<std::string, int> per_peer;
     while (!*stop) {
-      Socket c = accept_on(l, 200);
+      Socket c = accept_unauthenticated(l, 200);
       if (!c.valid()) continue;
+      const std::string host = peer_host(c);
+      bool over = active >= kMaxConnections;
+      if (!over && !host.empty()) {
+        std::lock_guard<std::mutex> g(peers_mu);
+        if (per_peer[host] >= kMaxPerPeer) over = true;
+        else per_peer[host]++;
+      }
+      if (over) {
+        std::fprintf(stderr, "icheckd manager %s: refused a connection from %s: too many connections\n",
+                     opt_.node.c_str(), host.empty() ? "a local peer" : host.c_str());
+        try { send_msg(c, {{"error", "busy: too many connections to the manager"}}); } catch (...) {}
+        continue;
+      }
+      auto sp = std::make_shared<Socket>(std::move(c));
+      active++;
+      std::thread([this, sp, host, &active, &peers_mu, &per_peer] {
+        if (authenticate_accepted(*sp)) serve(*sp);
+        if (!host.empty()) {
+          std::lock_guard<std::mutex> g(peers_mu);
+          if (--per_peer[host] <= 0) per_peer.erase(host);
+        }
+        active--;
+      }).detach();
+    }
+    hb.join();
+    while (active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // A manager that replaced us owns the path now: remove only our own socket file.
+    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0 && sb.st_dev == sock_dev_ && sb.st_ino == sock_ino_)
+      ::unlink(addr_.substr(5).c_str());
+    return 0;
+  }
+
+ private:
+  /// One request on connection c: read it, check the peer, answer.
+  void serve(Socket& c) {
+    {
       try {
         json m = recv_msg(c, 10000);
         json r;
         try {
+          // Only the service (the controller: root or this manager's uid)
+          // commands a manager; -1 = TCP without authentication (loopback only).
+          const long pu = peer_uid(c);
+          if (pu >= 0 && pu != 0 && pu != long(::geteuid())) {
+            std::fprintf(stderr, "icheckd manager %s: refused a request from uid %ld\n", opt_.node.c_str(), pu);
+            throw std::runtime_error("perm: only the iCheck controller (uid " + std::to_string(::geteuid()) +
+                                     ") may command a manager");
+          }
           r = handle(m);
         } catch (const std::exception& e) {
           r = {{"error", e.what()}};
@@ -89,14 +141,8 @@ class Manager {
       } catch (...) {
       }
     }
-    hb.join();
-    // A manager that replaced us owns the path now: remove only our own socket file.
-    if (on_path && ::stat(addr_.substr(5).c_str(), &sb) == 0 && sb.st_dev == sock_dev_ && sb.st_ino == sock_ino_)
-      ::unlink(addr_.substr(5).c_str());
-    return 0;
   }
 
- private:
   /// §6.5.3: a relaunched manager must not start beside a live one. If some
   /// process answers a ping on this node's socket path within
   /// kPingTimeoutMs, throw (the node is served); a path nobody answers on
@@ -131,8 +177,56 @@ class Manager {
       return {{"ok", true}, {"agents", out}};
     }
     if (op == "stop") {
-      for (auto& idj : m.at("ids")) stop_agent(idj.get<std::string>(), m.value("flush", false));
-      return {{"ok", true}};
+      // Agents are stopped concurrently: with flush, agent 0 of a set waits
+      // for the other agents' parts before it writes the manifest.
+      std::vector<std::string> ids;
+      for (auto& idj : m.at("ids")) ids.push_back(idj.get<std::string>());
+      std::vector<std::string> errs(ids.size());
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < ids.size(); ++i)
+        th.emplace_back([&, i] { errs[i] = stop_agent(ids[i], m.value("flush", false)); });
+      for (auto& t : th) t.join();
+      json fe = json::array();
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (!errs[i].empty()) fe.push_back({{"id", ids[i]}, {"error", errs[i]}});
+      return {{"ok", true}, {"flush_errors", fe}};
+    }
+    if (op == "flush") {
+      // Flush agents `ids` concurrently (agent 0 of a set waits for the
+      // others' parts): each must report its newest version durable.
+      std::vector<std::pair<std::string, std::string>> targets;  // id, address
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& idj : m.at("ids")) {
+          auto it = agents_.find(idj.get<std::string>());
+          targets.emplace_back(idj.get<std::string>(), it != agents_.end() && it->second.alive ? it->second.address : "");
+        }
+      }
+      const int to = int(std::clamp<int64_t>(m.value("timeout_ms", int64_t(50000)), 1000, 600000));
+      std::vector<std::string> errs(targets.size());
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < targets.size(); ++i)
+        th.emplace_back([&, i] {
+          if (targets[i].second.empty()) {
+            errs[i] = "no such agent running here";
+            return;
+          }
+          try {
+            Socket s = connect_to(targets[i].second, 1000);
+            request(s, {{"op", "flush"}, {"timeout_ms", to}}, to + 5000);
+          } catch (const std::exception& e) {
+            errs[i] = e.what();
+          }
+        });
+      for (auto& t : th) t.join();
+      json fe = json::array();
+      for (size_t i = 0; i < targets.size(); ++i)
+        if (!errs[i].empty()) {
+          std::fprintf(stderr, "icheckd manager %s: agent %s: flush failed: %s\n", opt_.node.c_str(),
+                       targets[i].first.c_str(), errs[i].c_str());
+          fe.push_back({{"id", targets[i].first}, {"error", errs[i]}});
+        }
+      return {{"ok", true}, {"flush_errors", fe}};
     }
     if (op == "metrics") return metrics();
     if (op == "ping") return {{"ok", true}, {"node", opt_.node}, {"pid", ::getpid()}, {"epoch", epoch_.load()}};
@@ -153,6 +247,8 @@ class Manager {
                                      "--exit-with-parent"};
     if (!cfg_.fabric_node.empty()) args.insert(args.end(), {"--fabric-node", cfg_.fabric_node});
     if (!m.value("multi_level", true)) args.push_back("--no-multi-level");
+    if (m.contains("max_bytes") && m["max_bytes"].is_number_unsigned())
+      args.insert(args.end(), {"--max-bytes", std::to_string(m["max_bytes"].get<uint64_t>())});
     std::string log = (fs::path(cfg_.run_dir) / ("agent-" + id + ".log")).string();
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -180,26 +276,35 @@ class Manager {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);  // reaped: no zombie per failed start
     throw std::runtime_error("icagent did not become ready");
   }
 
-  void stop_agent(const std::string& id, bool flush) {
+  /// Stop agent `id` (with `flush`: it writes its newest version to the
+  /// second level first). Returns "" or why the flush failed (logged).
+  std::string stop_agent(const std::string& id, bool flush) {
     AgentProc a;
     {
       std::lock_guard<std::mutex> g(mu_);
       auto it = agents_.find(id);
-      if (it == agents_.end()) return;
+      if (it == agents_.end()) return "";
       a = it->second;
       agents_.erase(it);
     }
-    if (!a.alive) return;
+    if (!a.alive) return "";
+    std::string err;
     try {
       Socket s = connect_to(a.address, 1000);
-      request(s, {{"op", "shutdown"}, {"flush", flush}}, 60000);
-    } catch (...) {
+      request(s, {{"op", "shutdown"}, {"flush", flush}, {"timeout_ms", 50000}}, 60000);
+    } catch (const std::exception& e) {
+      err = e.what();
+      if (flush)
+        std::fprintf(stderr, "icheckd manager %s: agent %s: flush at stop failed: %s\n", opt_.node.c_str(), id.c_str(),
+                     e.what());
       ::kill(a.pid, SIGTERM);
     }
     reap_or_kill({a.pid}, 2000);
+    return flush ? err : "";
   }
 
   /// Wait up to `ms` milliseconds for the agent processes `pids` (children of
@@ -215,6 +320,9 @@ class Manager {
 
   /// §6.3 metrics of this node.
   json metrics() {
+    // called by the heartbeat thread and by "metrics" requests: the rate
+    // state below (last_t_, ncops_, used_bytes_, ...) is shared
+    std::lock_guard<std::mutex> mg(metrics_mu_);
     double now = wall();
     double avail = mem_available();
     if (opt_.mem_limit_gb > 0) avail = std::min(avail, opt_.mem_limit_gb * 1e9 - used_bytes_);
@@ -282,21 +390,23 @@ class Manager {
   void heartbeat_loop(std::atomic<bool>* stop) {
     size_t cur = 0;
     while (!*stop) {
-      std::vector<std::string> dead;
+      std::vector<std::string> dead, live;
       {
         std::lock_guard<std::mutex> g(mu_);
         for (auto& [id, a] : agents_) {
           int st;
-          if (a.alive && ::waitpid(a.pid, &st, WNOHANG) == a.pid) {
+          if (a.alive && a.pid > 0 && ::waitpid(a.pid, &st, WNOHANG) == a.pid) {
             a.alive = false;
             dead.push_back(id);
+          } else if (a.alive) {
+            live.push_back(id);
           }
         }
       }
       // epoch 0 = "register me": the controller answers with this manager's
       // incarnation number; a newer one on the same node supersedes us (§6.5.2).
       json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", metrics()},
-                  {"dead_agents", dead}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
+                  {"dead_agents", dead}, {"agents", live}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
       bool sent = false;
       for (size_t k = 0; k < cfg_.controllers.size() && !sent && !*stop; ++k) {
         size_t i = (cur + k) % cfg_.controllers.size();
@@ -319,6 +429,13 @@ class Manager {
           }
           sent = true;
           cur = i;
+          // agents the controller declared lost meanwhile: stop them
+          for (auto& id : r.value("stop_agents", json::array()))
+            if (id.is_string()) {
+              std::fprintf(stderr, "icheckd manager %s: stopping agent %s (the controller no longer uses it)\n",
+                           opt_.node.c_str(), id.get<std::string>().c_str());
+              stop_agent(id.get<std::string>(), false);
+            }
         } catch (...) {
         }
       }
@@ -343,6 +460,7 @@ class Manager {
   StaticConfig cfg_;
   std::string addr_;
   std::mutex mu_;
+  std::mutex metrics_mu_;  ///< serialises metrics() (taken before mu_)
   std::map<std::string, AgentProc> agents_;
   long long ncops_ = 0;
   double last_t_ = 0, last_avail_ = 0, last_op_ = 0, used_bytes_ = 0, rapl_uj_ = 0, rapl_t_ = 0;
@@ -352,6 +470,8 @@ class Manager {
   dev_t sock_dev_ = 0;              ///< identity of our socket file, so that we never
   ino_t sock_ino_ = 0;              ///< unlink a successor's
   static constexpr int kPingTimeoutMs = 1000;
+  static constexpr int kMaxConnections = 128;  ///< connections served at once
+  static constexpr int kMaxPerPeer = 16;       ///< of them from one TCP peer host
 };
 }  // namespace
 

@@ -11,7 +11,8 @@
  *   --probe P      icheck_probe_agents every P iterations
  *   --persist      icheck_finalize(IC_PERSIST)
  * Output lines: "STATUS new|restart", "RESTORED iter v", "COMMIT iter v mode rc",
- * "RESULT <checksum>", "FINAL v mode".
+ * "RESULT <checksum>", "FINAL v mode", "FINALIZE rc" (exit 6 when rc != 0, e.g.
+ * the flush to the second level failed).
  */
 #include <icheck.h>
 #include <stdio.h>
@@ -99,11 +100,14 @@ int main(int argc, char** argv) {
 #endif
   if (rank == 0) printf("RESULT %.17g\nFINAL %lld %s\n", sum, (long long)icheck_version(), icheck_mode());
   fflush(stdout);
-  icheck_finalize(persist ? IC_PERSIST : 0);
+  rc = icheck_finalize(persist ? IC_PERSIST : 0);
+  if (rank == 0) printf("FINALIZE %d\n", rc);
+  fflush(stdout);
   free(grid);
 #ifdef USE_MPI
   MPI_Finalize();
 #endif
   (void)size;
+  if (rc) { fprintf(stderr, "icheck_finalize: %s\n", icheck_strerror(rc)); return 6; }
   return 0;
 }

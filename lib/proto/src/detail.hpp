@@ -32,7 +32,10 @@ enum class ReadEnd { frame, closed, timeout };
 /// the first byte) or timeout (nothing arrived within timeout_ms). Throws
 /// ProtoError for an oversized or malformed frame, a close or timeout in the
 /// middle of a frame (the body gets timeout_ms + 1000 ms), or an I/O error.
-ReadEnd read_frame(int fd, int timeout_ms, json& out);
+/// max_body: frames announcing a longer body are refused (ProtoError) before
+/// a byte of the body is read or allocated (the pre-auth frame of a TCP
+/// connection gets kMaxAuthFrame, everything else kMaxFrame).
+ReadEnd read_frame(int fd, int timeout_ms, json& out, size_t max_body = kMaxFrame);
 
 /// True when m is an auth frame {"op":"auth", ...}.
 bool is_auth_frame(const json& m);

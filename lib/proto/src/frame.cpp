@@ -66,13 +66,16 @@ std::string too_large(size_t n) {
 
 }  // namespace
 
-ReadEnd read_frame(int fd, int timeout_ms, json& out) {
+ReadEnd read_frame(int fd, int timeout_ms, json& out, size_t max_body) {
   unsigned char hdr[4];
   Got g = read_exact(fd, reinterpret_cast<char*>(hdr), 4, Deadline(timeout_ms), false);
   if (g == Got::eof_at_start) return ReadEnd::closed;
   if (g == Got::timeout_at_start) return ReadEnd::timeout;
   uint32_t n = (uint32_t(hdr[0]) << 24) | (uint32_t(hdr[1]) << 16) | (uint32_t(hdr[2]) << 8) | hdr[3];
   if (n > kMaxFrame) throw ProtoError("recv: " + too_large(n));
+  if (n > max_body)
+    throw ProtoError("recv: frame of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_body) +
+                     " bytes for this frame");
   std::string body(n, '\0');
   read_exact(fd, body.data(), n, Deadline(timeout_ms < 0 ? -1 : timeout_ms + 1000), true);
   try {

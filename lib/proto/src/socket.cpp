@@ -217,7 +217,7 @@ std::optional<std::string> authenticate(Socket& s) {
   json m;
   detail::ReadEnd end;
   try {
-    end = detail::read_frame(s.fd(), kAuthTimeoutMs, m);
+    end = detail::read_frame(s.fd(), kAuthTimeoutMs, m, kMaxAuthFrame);
   } catch (const ProtoError& e) {
     return std::string(e.what());
   }
@@ -281,6 +281,34 @@ Socket accept_on(const Socket& l, int timeout_ms) {
     refuse(c, *why);
     if (dl.passed()) return Socket();
   }
+}
+
+Socket accept_unauthenticated(const Socket& l, int timeout_ms) {
+  if (!wait_fd(l.fd(), POLLIN, timeout_ms)) return Socket();
+  Socket c(::accept4(l.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!c.valid() || is_unix_socket(c.fd())) return c;
+  set_nodelay(c);
+  return c;
+}
+
+bool authenticate_accepted(Socket& c) {
+  if (!c.valid()) return false;
+  if (is_unix_socket(c.fd())) return true;
+  if (tcp_auth() == TcpAuth::none) {
+    SocketAccess::set_skip_auth_frame(c, true);
+    return true;
+  }
+  auto why = authenticate(c);
+  if (!why) return true;
+  refuse(c, *why);
+  return false;
+}
+
+std::string peer_host(const Socket& s) {
+  if (!s.valid() || is_unix_socket(s.fd())) return "";
+  std::string n = peer_name(s.fd());
+  auto c = n.rfind(':');
+  return c == std::string::npos ? n : n.substr(0, c);
 }
 
 // ----------------------------------------------------------------- connect

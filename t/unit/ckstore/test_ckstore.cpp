@@ -1,6 +1,7 @@
 // Unit tests of dynres_ckstore (second-level checkpoint format, seed 000 §6.2.5).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -525,10 +526,28 @@ TEST_CASE("permissions: modes 0700/0600 and foreign uids are refused") {
   CHECK(mode_of(s.version_dir(1) / kManifestName) == 0600);
 
   Store other(t.path, "app", ::geteuid() + 1);
-  CHECK(code_of([&] { other.list_versions(); }) == Errc::perm);
-  CHECK(code_of([&] { other.newest_valid(); }) == Errc::perm);
-  std::vector<double> back(100);
-  CHECK(code_of([&] { other.read_region(1, 0, "x", back.data(), 800); }) == Errc::perm);
+  if (::geteuid() != 0) {
+    CHECK(code_of([&] { other.list_versions(); }) == Errc::perm);
+    CHECK(code_of([&] { other.newest_valid(); }) == Errc::perm);
+    std::vector<double> back(100);
+    CHECK(code_of([&] { other.read_region(1, 0, "x", back.data(), 800); }) == Errc::perm);
+  } else {
+    // root may read every uid's store (agents); an ordinary user may not
+    // read root's: checked in a child that becomes nobody (65534).
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setresuid(65534, 65534, 65534) != 0) _exit(3);
+      Store mine_not(t.path, "app", 0);
+      std::vector<double> back(100);
+      bool ok = code_of([&] { mine_not.list_versions(); }) == Errc::perm &&
+                code_of([&] { mine_not.newest_valid(); }) == Errc::perm &&
+                code_of([&] { mine_not.read_region(1, 0, "x", back.data(), 800); }) == Errc::perm;
+      _exit(ok ? 0 : 1);
+    }
+    int st = -1;
+    ::waitpid(pid, &st, 0);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  }
 
   // a version moved under another app name is refused (identity = name + uid)
   fs::create_directories(t.path / std::to_string(::geteuid()) / "thief");
@@ -585,4 +604,28 @@ TEST_CASE("odd attrs and malformed parts do not escape as foreign exceptions") {
   junk[0] = "not json";
   CHECK(code_of([&] { commit_parts(s, 2, 1, junk, small_opts()); }) == Errc::invalid);
   CHECK(code_of([&] { commit_parts(s, 9, 1, junk, small_opts()); }) == Errc::not_found);
+}
+
+TEST_CASE("root writes and reads the store of another uid (iCheck agents, issue 11 item 4)") {
+  if (::geteuid() != 0) return;  // only root may write for another uid
+  TempDir t;
+  const std::uint32_t uid = 65534;
+  Store s(t.path, "agentapp", uid);
+  std::vector<double> d(1000);
+  std::iota(d.begin(), d.end(), 0.5);
+  // the agent's path: has_manifest, begin_version, seal, commit_parts
+  REQUIRE_FALSE(s.has_manifest(1));
+  auto w = s.begin_version(1, 1, small_opts());
+  w.add_region({"x", ElemType::Double, 0, d.size(), 0, {}}, d.data());
+  std::vector<std::string> parts{w.seal()};
+  Manifest m = commit_parts(s, 1, 1, parts, small_opts());
+  CHECK(m.uid == uid);
+  CHECK(s.has_manifest(1));
+  CHECK(s.list_versions() == std::vector<std::uint64_t>{1});
+  CHECK(s.newest_valid() == std::optional<std::uint64_t>(1));
+  struct stat st {};
+  REQUIRE(::stat((s.version_dir(1) / kManifestName).c_str(), &st) == 0);
+  CHECK(st.st_uid == uid);  // the files belong to the application's uid
+  REQUIRE(::stat(s.app_dir().c_str(), &st) == 0);
+  CHECK(st.st_uid == uid);
 }

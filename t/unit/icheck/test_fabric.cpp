@@ -154,3 +154,79 @@ TEST_CASE("Mapping: lazy_free gives pages back on reclaim; reuse() and writes ke
   CHECK(all_bytes(m, 0x5e));
 #endif
 }
+
+// Issue 11 item 11: least-privilege registrations and unguessable keys. A
+// region registered as a source (what libicheck does with the application's
+// regions and its staging buffer for commits) may be read by a peer but not
+// written; a target may be written. Keys are not sequential.
+TEST_CASE("fabric: source registrations refuse remote writes; keys are random", "[fabric]") {
+  auto provs = available_rma_providers();
+  for (const std::string prov : {"shm", "tcp;ofi_rxm"}) {
+    if (std::find(provs.begin(), provs.end(), prov) == provs.end()) continue;
+    SECTION("provider " + prov) {
+      int sv[2];
+      REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+      pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {  // owner of a source region
+        close(sv[0]);
+        Socket s(sv[1]);
+        int rc = 1;
+        try {
+          FabricOptions o;
+          o.provider = prov;
+          o.node = "127.0.0.1";
+          Fabric f(o);
+          Fabric::Busy busy(f);
+          std::vector<unsigned char> buf(1 << 20);
+          for (size_t i = 0; i < buf.size(); ++i) buf[i] = (unsigned char)(i * 3 + 1);
+          auto src = f.register_memory(buf.data(), buf.size(), Fabric::Access::source);
+          send_msg(s, {{"addr", f.address_hex()}, {"key", src->key}, {"base", src->remote_base}});
+          recv_msg(s, 60000);  // the parent tried
+          bool same = true;
+          for (size_t i = 0; i < buf.size(); ++i)
+            if (buf[i] != (unsigned char)(i * 3 + 1)) { same = false; break; }
+          send_msg(s, {{"unchanged", same}});
+          recv_msg(s, 30000);
+          rc = 0;
+        } catch (const std::exception& e) {
+          try { send_msg(s, {{"error", e.what()}}); } catch (...) {}
+        }
+        _exit(rc);
+      }
+      close(sv[1]);
+      Socket s(sv[0]);
+      json hello = recv_msg(s, 30000);
+      REQUIRE_FALSE(hello.contains("error"));
+      FabricOptions o;
+      o.provider = prov;
+      o.node = "127.0.0.1";
+      Fabric f(o);
+      std::vector<unsigned char> mine(1 << 20, 0xee);
+      auto mr = f.register_memory(mine.data(), mine.size());
+      uint64_t peer = f.add_peer(hello["addr"]);
+      const uint64_t base = hello["base"], key = hello["key"];
+      f.read(peer, *mr, 0, mine.size(), base, key, 10000);  // reading is allowed
+      CHECK(mine[0] == 1);
+      CHECK(mine[1000] == (unsigned char)(1000 * 3 + 1));
+      // writing is refused by the owner's provider (the connection may be
+      // dropped afterwards: tcp closes it on the access error)
+      std::fill(mine.begin(), mine.end(), 0xee);
+      CHECK_THROWS_AS(f.write(peer, *mr, 0, mine.size(), base, key, 1000), FabricError);
+      send_msg(s, {{"tried", true}});
+      json r = recv_msg(s, 30000);
+      CHECK(r.value("unchanged", false));
+      send_msg(s, {{"bye", true}});
+      int st = 0;
+      waitpid(pid, &st, 0);
+      CHECK(WIFEXITED(st));
+      // keys: three registrations in a row are not k, k+1, k+2
+      std::vector<char> a(4096), b(4096), c(4096);
+      auto ka = f.register_memory(a.data(), a.size(), Fabric::Access::source);
+      auto kb = f.register_memory(b.data(), b.size(), Fabric::Access::source);
+      auto kc = f.register_memory(c.data(), c.size(), Fabric::Access::target);
+      CHECK_FALSE((kb->key == ka->key + 1 && kc->key == kb->key + 1));
+      CHECK(ka->key != kb->key);
+    }
+  }
+}

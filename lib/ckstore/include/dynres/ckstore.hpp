@@ -27,8 +27,9 @@
 // and, per chunk, xxh3_64 checksums of the raw and of the stored bytes.
 //
 // Identity of a checkpoint is (app name, uid); reading refuses a store whose
-// uid differs from the caller's effective uid or whose uid directory is owned
-// by somebody else (Errc::perm).
+// uid differs from the caller's effective uid (unless the caller is root, as
+// iCheck agents writing for an application's uid are) or whose uid or app
+// directory is owned by somebody else (Errc::perm).
 //
 // Thread safety: Store is immutable after construction and its const methods
 // may be called concurrently. One VersionWriter may be fed from several

@@ -77,6 +77,10 @@ void set_tcp_auth(TcpAuth mode);
 
 /// How long accept_on() waits for the auth frame of a new TCP connection (ms).
 constexpr int kAuthTimeoutMs = 2000;
+/// Largest auth frame (bytes of JSON body) accept_on() reads from a TCP peer
+/// that has not authenticated yet; a MUNGE credential is a few hundred
+/// bytes. A longer announced frame is refused before its body is read.
+constexpr std::size_t kMaxAuthFrame = 8192;
 
 /// Listen on addr (backlog = pending connections). For "host:0" the kernel
 /// picks a port; bound_address() returns the effective address. A Unix socket
@@ -98,6 +102,25 @@ std::string bound_address(const Socket& s, const std::string& requested);
 /// continues until the deadline. A slow client's auth frame can make a call
 /// last up to kAuthTimeoutMs longer than timeout_ms.
 Socket accept_on(const Socket& listener, int timeout_ms);
+
+/// accept_on() without authenticating: returns the next connection at once,
+/// so that a server can authenticate it on a worker thread
+/// (authenticate_accepted) and a slow or hostile peer never stalls the
+/// accepting thread. The caller must call authenticate_accepted() before
+/// reading from the socket. Invalid Socket on timeout or accept failure.
+Socket accept_unauthenticated(const Socket& listener, int timeout_ms);
+
+/// The authentication accept_on() does, for a connection from
+/// accept_unauthenticated(): Unix sockets pass; TCP connections must send a
+/// valid MUNGE auth frame of at most kMaxAuthFrame bytes within
+/// kAuthTimeoutMs (TcpAuth::none: passes, the frame is skipped later).
+/// Returns true when the connection may be served; false when it was
+/// refused (answered with "perm: ...", logged and closed).
+bool authenticate_accepted(Socket& s);
+
+/// Numeric host of a TCP peer ("127.0.0.1", "::1"); "" for Unix sockets or
+/// when unknown. For per-peer limits.
+std::string peer_host(const Socket& s);
 
 /// Connect to addr, waiting at most timeout_ms (ms) for the connection (each
 /// resolved TCP address is tried in turn within that time). TCP connections

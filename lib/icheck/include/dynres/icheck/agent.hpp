@@ -4,7 +4,7 @@
 //
 // Control protocol (JSON frames, see wire.hpp), one connection per "slot"
 // (an MPI rank for MR, a node leader for SHMR):
-//   hello    {app, uid, slot, nslots, nagents, agent_index, peers[], provider, addr}
+//   hello    {app, uid, slot, nslots, nagents, agent_index, nranks, peers[], provider, addr}
 //            -> {addr, provider, versions:[...]}        peers = control addresses of all agents
 //   begin    {v, total, regions[], mode:"pull"|"push", key, base}
 //            -> push: {key, base} of the agent piece buffer
@@ -15,15 +15,23 @@
 //   versions {}   -> {versions:[{v, current, total, regions}]}
 //   rbegin   {v, mode, key, base} -> {total, regions, key, base}
 //   rchunk   {buf_off, data_off, len}   pull: agent fi_writes piece -> library buffer
-//   flush    {}   write the current version's part to the second level now
+//   flush    {timeout_ms}  write the current version to the second level now;
+//                 ok only once its manifest is durable (agent 0 waits for
+//                 every agent's part), else {error} after timeout_ms
+//                 (default 120000)
 //   stats    {}   -> {ncops, bytes, seconds, last_op, mem_bytes, slots, rss,
 //                        lazy_free, spare_bytes, recycled, pulls, pushes}
 //                        (bytes; lazy_free = part of rss the kernel may reclaim:
 //                        idle spare buffers; recycled = buffers reused;
 //                        pulls/pushes = commits begun per technique)
 //   shutdown {flush}
-//   part     {v, index, part}  sealed ckstore part from a peer agent (to agent 0)
-// Every reply is {ok:true,...} or {error:"..."}.
+//   part     {v, index, part, timeout_ms}  sealed ckstore part from a peer
+//                 agent (to agent 0); replied once the manifest is written
+// Every reply is {ok:true,...} or {error:"..."}. Every integer field is
+// checked: a non-negative JSON integer in range ("invalid: field ..."
+// otherwise); chunk/rchunk ranges and the regions of a begin must lie inside
+// the piece (overflow-safe); a begin larger than max_bytes or the node's
+// available memory is refused with "nomem: ..." before allocating.
 //
 // Second level: when all slots of this agent published v and v is on the
 // schedule (pfs_every), the agent writes its regions with ckstore and seals
@@ -62,6 +70,10 @@ struct AgentOptions {
   /// 200 ms): managers and benchmarks set it so that agents never outlive
   /// them as orphans.
   bool exit_with_parent = false;
+  /// Largest checkpoint piece (bytes) one `begin` may ask this agent to
+  /// hold; 0 = no fixed limit (the node's MemAvailable still applies).
+  /// Larger requests are refused with "nomem: ..." before any allocation.
+  uint64_t max_bytes = 0;
 };
 
 /// Run the agent until a shutdown request or *stop becomes true. Returns 0 on

@@ -46,6 +46,9 @@ class Client {
   const char* mode() const;
   /// Time of the last commit in seconds (t_sync of Alg. 5; -1 when none).
   double last_commit_seconds() const;
+  /// Text of the last failure the library handled (e.g. an agent's refusal
+  /// that made a commit fall back to the second level); "" when none.
+  const char* last_error() const;
 
  private:
   std::unique_ptr<ClientImpl> impl_;

@@ -12,6 +12,16 @@
 // file and takes over (same metadata: nodes, epochs, attempts) when the lease
 // expires.
 //
+// The active controller holds the next controller epoch of the state file
+// and renews its lease on its own thread and connection (never behind the
+// request lock); a controller that finds a newer epoch is fenced: it stops
+// (run_controller returns 3). Authorisation (issue 11): heartbeat only from
+// the service uid (root or icheckd's own), register binds the app to the
+// peer's uid, app messages need the owner's uid and the app_token handed
+// out at registration; managers take commands only from the service.
+// Connections are authenticated on per-connection threads (<= 32 per peer
+// host, 256 in all). ICHECK_TCP_AUTH=none: TCP only on loopback (throws).
+//
 // Manager: one per checkpoint node. Starts/stops icagent processes on
 // request, heartbeats every heartbeat_interval with the §6.3 metrics
 // (available memory, depletion rate Eq. 6.5, ops Eq. 6.6 and interval 6.7,
@@ -30,7 +40,8 @@ struct ControllerOptions {
   bool standby = false;     ///< wait for the primary's lease to expire first
   std::string listen;       ///< override: address to serve (default: controllers[0] or [1] for standby)
 };
-/// Run until *stop. Returns 0; throws on setup errors.
+/// Run until *stop. Returns 0, or 3 when fenced by a newer controller;
+/// throws on setup errors.
 int run_controller(const ControllerOptions& o, std::atomic<bool>* stop);
 
 struct ManagerOptions {

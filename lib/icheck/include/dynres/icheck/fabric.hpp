@@ -125,8 +125,16 @@ class Fabric {
   /// Insert a peer's address (hex from address_hex()); returns its fi_addr_t.
   uint64_t add_peer(const std::string& hex);
 
-  /// Register [buf, buf+len) for local and remote read/write access.
-  std::unique_ptr<MemRegion> register_memory(void* buf, size_t len);
+  /// What a registration allows (issue 11 item 11: least privilege).
+  enum class Access {
+    any,     ///< local and remote read and write (buffers used both ways)
+    source,  ///< data only leaves: peers may fi_read it, we fi_write from it
+    target,  ///< data only arrives: peers may fi_write it, we fi_read into it
+  };
+  /// Register [buf, buf+len) with `access`. The remote key is random (64
+  /// bits from getrandom) where the provider lets us choose it, so keys of
+  /// other registrations cannot be guessed from one's own. Throws FabricError.
+  std::unique_ptr<MemRegion> register_memory(void* buf, size_t len, Access access = Access::any);
 
   /// fi_read: copy `len` bytes from the peer's region (remote address
   /// `raddr` = remote_base + offset, key `rkey`) into local->base + loff.
@@ -165,6 +173,7 @@ class Fabric {
   fid_cq* cq_ = nullptr;
   fid_ep* ep_ = nullptr;
   uint64_t mr_mode_ = 0;
+  size_t key_size_ = 8;  ///< bytes of a requested key (domain_attr->mr_key_size)
   size_t max_msg_ = 0;
   std::atomic<uint64_t> next_key_{1};
   std::mutex mu_;  // serialises calls on ep/cq

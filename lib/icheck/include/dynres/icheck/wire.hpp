@@ -22,6 +22,9 @@ using WireError = proto::ProtoError;
 using proto::Socket;
 
 using proto::accept_on;
+using proto::accept_unauthenticated;
+using proto::authenticate_accepted;
+using proto::peer_host;
 using proto::address_host;
 using proto::bound_address;
 using proto::connect_to;
@@ -31,5 +34,19 @@ using proto::peer_uid;
 using proto::recv_msg;
 using proto::request;
 using proto::send_msg;
+
+}  // namespace dynres::icheck
+
+namespace dynres::icheck {
+
+/// Issue 11 item 10: with ICHECK_TCP_AUTH=none (proto::TcpAuth::none) the
+/// TCP peers' identity is unknown, so an iCheck daemon may serve TCP only on
+/// a loopback address (127.0.0.0/8, ::1, or a name resolving only to those).
+/// Throws std::runtime_error saying so for any other TCP listen address;
+/// Unix addresses and TcpAuth::munge always pass.
+void require_safe_tcp_auth(const std::string& listen_addr);
+
+/// True when every address `host` resolves to is a loopback address.
+bool is_loopback_host(const std::string& host);
 
 }  // namespace dynres::icheck
