@@ -45,13 +45,21 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   s.now = now;
   std::unordered_map<int64_t, std::vector<int>> held;
   node_ids.clear();
-  for (auto& n : st.nodes()) {
+  // Nodes and jobs from one read transaction: a job end committed between
+  // the two reads would leave nodes held by a job that is not running.
+  std::vector<NodeRecord> nodes;
+  std::vector<JobRecord> jobs;
+  st.db().read_tx([&] {
+    nodes = st.nodes();
+    jobs = st.jobs({kRunning, kPending});
+  });
+  for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
     s.nodes.push_back({n.name, n.state == "up", n.job_id});
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
   }
-  for (auto& j : st.jobs({kRunning, kPending})) {
+  for (auto& j : jobs) {
     auto c = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
     if (j.state == kRunning) {
       sched::RunningJob r;
@@ -87,20 +95,26 @@ State& Daemon::state() {
 
 int Daemon::pass() {
   State& st = state();
-  double now = now_seconds();
-  // Reconcile: a RUNNING job needs a live supervisor.
-  for (auto& j : st.jobs({kRunning})) {
-    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // confirm: no transient misread
+  // Reconcile: a RUNNING job needs a live supervisor. Suspects are confirmed
+  // together after one short pause (no transient misread), so any number of
+  // lost supervisors costs one pause, not one each.
+  std::vector<JobRecord> suspects;
+  for (auto& j : st.jobs({kRunning}))
+    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) suspects.push_back(j);
+  if (!suspects.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (auto& j : suspects) {
       if (launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) continue;
-      // re-read: the supervisor may have recorded the end meanwhile
-      auto fresh = st.job(j.id);
-      if (fresh && fresh->state == kRunning) launch::kill_step(fresh->step_pgid);  // its nodes are reused next
-      if (fresh && fresh->state == kRunning && st.finish_job(j.id, kFailed, std::nullopt, "supervisor lost", now))
+      // end time taken now, after the pause, and the record re-read (the
+      // supervisor may have recorded the end meanwhile)
+      if (launch::end_orphaned_job(st, home, j.id, kFailed, "supervisor lost", now_seconds())) {
+        auto fresh = st.job(j.id);
         log("job " + std::to_string(j.id) + ": supervisor " + std::to_string(j.supervisor_pid.value_or(0)) +
-            " is gone; recorded FAILED");
+            " is gone; recorded " + (fresh ? fresh->state + " (" + fresh->reason + ")" : std::string("?")));
+      }
     }
   }
+  double now = now_seconds();
   std::vector<int64_t> node_ids;
   auto snap = build_snapshot(st, now, node_ids);
   if (snap.waiting.empty()) return 0;

@@ -69,6 +69,9 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT ''",
     // 4: process group of the job step, so a step can be stopped when its supervisor is gone
     "ALTER TABLE jobs ADD COLUMN step_pgid INTEGER",
+    // 5: identity of the step's process group leader (start time in clock ticks
+    // since boot, /proc/PID/stat field 22), checked before the group is killed
+    "ALTER TABLE jobs ADD COLUMN step_start INTEGER",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -89,7 +92,7 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -121,6 +124,7 @@ JobRecord job_from_row(const Stmt& s) {
   j.submit_dir = s.text(25);
   j.env = s.text(26);
   j.step_pgid = s.opt_i64(27);
+  j.step_start = s.opt_i64(28);
   return j;
 }
 
@@ -263,9 +267,10 @@ void State::request_cancel(int64_t id) {
   up.bind(1, id).run();
 }
 
-void State::set_step_pgid(int64_t id, int64_t pgid) {
-  Stmt up(db_, "UPDATE jobs SET step_pgid=? WHERE id=?");
-  up.bind(1, pgid).bind(2, id).run();
+bool State::set_step_pgid(int64_t id, int64_t pgid, int64_t leader_start) {
+  Stmt up(db_, "UPDATE jobs SET step_pgid=?, step_start=? WHERE id=? AND state='RUNNING'");
+  up.bind(1, pgid).bind(2, leader_start).bind(3, id).run();
+  return db_.changes() > 0;
 }
 
 void State::set_reason(int64_t id, const std::string& reason) {

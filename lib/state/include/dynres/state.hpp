@@ -51,6 +51,7 @@ struct JobRecord {
   std::string submit_dir;         ///< where mjsub ran (MJ_SUBMIT_DIR)
   std::string env;                ///< submitter's environment as a JSON object; "" = --export=NONE
   std::optional<int64_t> step_pgid;  ///< process group of the running step
+  std::optional<int64_t> step_start; ///< its leader's start time (ticks since boot), the group's identity
   double submit_time = 0;
   std::optional<double> start_time, end_time;
   int num_nodes = 0;              ///< nodes held now (or at the end)
@@ -110,8 +111,10 @@ class State {
   void request_cancel(int64_t id);
 
   void set_reason(int64_t id, const std::string& reason);
-  /// Record the process group of a job's step (set by its supervisor).
-  void set_step_pgid(int64_t id, int64_t pgid);
+  /// Record the process group of a RUNNING job's step and its leader's start
+  /// time (set by its supervisor before the step may exec the job script).
+  /// Returns false when the job is not RUNNING any more.
+  bool set_step_pgid(int64_t id, int64_t pgid, int64_t leader_start);
   void event(double time, int64_t job_id, const std::string& kind, const std::string& detail);
 
   std::vector<AllocationRecord> allocations();
