@@ -23,6 +23,9 @@
 #        vcluster-down must succeed too (idempotent).
 #  3. The allocation is released, the fixture stopped, nothing left behind.
 #
+# All of it runs without cgroups: in a private mount namespace where
+# /sys/fs/cgroup is an empty tmpfs (unless no mount namespace can be made).
+#
 # A second, independent link from the outer Slurm: the srun launcher names
 # each step mj<dynres id> (-J), and a poller writes `squeue -s` snapshots
 # (time, step id, name, nodes) to $D/squeue-steps.log; every snapshot of
@@ -271,6 +274,23 @@ for t in mjsub mjstat mjsched; do
     command -v "$t" >/dev/null || fail "$t not on PATH (DYNRES_BUILD=${DYNRES_BUILD:-unset})"
 done
 [[ -x $BOOT && -x $DOWN ]] || fail "missing $BOOT or $DOWN"
+
+# No cgroups: the whole test runs in a private mount namespace where
+# /sys/fs/cgroup is an empty tmpfs (as in a container or chroot without
+# cgroups), so the fixture must work without them (issue 10, defect 10:
+# slurmd failed with "Unable to initialize cgroup plugin"). Where a mount
+# namespace cannot be made the test runs as it is, and says so.
+if [[ -z ${DYNRES_SIS_NO_CGROUP:-} ]]; then
+    if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+        exec env DYNRES_SIS_NO_CGROUP=1 unshare -m bash -c \
+            'mount --make-rprivate / && mount -t tmpfs -o size=1m,mode=755 nocgroup /sys/fs/cgroup && exec bash "$0" "$@"' \
+            "$SELF" "$@"
+    fi
+    log "cannot create a mount namespace: running with the machine's cgroups visible"
+else
+    [[ -z $(ls -A /sys/fs/cgroup) ]] || fail "/sys/fs/cgroup is not hidden in the private mount namespace"
+    log "running without cgroups (/sys/fs/cgroup is an empty tmpfs in a private mount namespace)"
+fi
 
 # This test makes its own clusters: nothing of an enclosing Slurm job or
 # dynres job may leak in (and our leftover check keys on MJ_JOB_ID).
