@@ -80,6 +80,10 @@ std::optional<int64_t> process_start_time(int64_t pid) {
 }
 
 bool kill_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start) {
+  return signal_step(pgid, leader_start, SIGKILL);
+}
+
+bool signal_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start, int sig) {
   if (!pgid || *pgid <= 1) return false;
   auto f = stat_fields(*pgid);
   if (f.size() >= 20) {
@@ -88,7 +92,7 @@ bool kill_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start)
     if (!leader_start || std::stoll(f[19]) != *leader_start || std::stoll(f[2]) != *pgid) return false;
   }
   // Leader gone: while any member lives the group id cannot be reused.
-  return ::kill(-static_cast<pid_t>(*pgid), SIGKILL) == 0;
+  return ::kill(-static_cast<pid_t>(*pgid), sig) == 0;
 }
 
 std::string spool_file(const std::string& home, int64_t job_id, const std::string& ext) {
@@ -472,6 +476,14 @@ bool end_orphaned_job(State& st, const std::string& home, int64_t job_id, const 
 }  // namespace dynres::launch
 
 namespace dynres::launch {
+
+SignalResult signal_job(State& st, int64_t id, int64_t uid, int sig) {
+  auto j = st.job(id);
+  if (!j) return SignalResult::not_found;
+  if (uid != 0 && j->uid != uid) return SignalResult::not_owner;
+  if (j->state != kRunning || !j->step_pgid) return SignalResult::not_running;
+  return signal_step(j->step_pgid, j->step_start, sig) ? SignalResult::signalled : SignalResult::not_running;
+}
 
 CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t uid) {
   auto j = st.job(id);

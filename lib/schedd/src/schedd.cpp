@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 #include <cerrno>
@@ -86,6 +88,47 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
     }
   }
   return s;
+}
+
+std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::PolicyConfig& policy) {
+  std::map<int64_t, double> out;
+  auto limit = [&](double l) { return l > 0 ? l : policy.default_time_limit; };
+  const size_t rounds = 2 * (snap.waiting.size() + snap.running.size()) + 4;
+  for (size_t round = 0; round < rounds && !snap.waiting.empty(); ++round) {
+    auto d = sched::decide(snap, policy);
+    for (auto& s : d.starts) {
+      auto w = std::find_if(snap.waiting.begin(), snap.waiting.end(), [&](auto& x) { return x.id == s.job; });
+      if (w == snap.waiting.end()) continue;
+      out[s.job] = snap.now;
+      sched::RunningJob r;
+      r.id = w->id;
+      r.kind = w->kind;
+      r.nodes = s.nodes;
+      r.min_nodes = w->min_nodes;
+      r.max_nodes = w->max_nodes;
+      r.constraint = w->constraint;
+      r.start_time = snap.now;
+      r.time_limit = w->time_limit;
+      for (int n : s.nodes) snap.nodes.at(n).job = w->id;
+      snap.running.push_back(r);
+      snap.waiting.erase(w);
+    }
+    if (snap.waiting.empty() || snap.running.empty()) break;
+    // advance to the next end and release what ends then
+    double next = INFINITY;
+    for (auto& r : snap.running) next = std::min(next, std::max(snap.now, r.start_time + limit(r.time_limit)));
+    snap.now = next;
+    std::vector<sched::RunningJob> still;
+    for (auto& r : snap.running) {
+      if (std::max(r.start_time + limit(r.time_limit), 0.0) <= next) {
+        for (int n : r.nodes) snap.nodes.at(n).job = 0;
+      } else {
+        still.push_back(r);
+      }
+    }
+    snap.running.swap(still);
+  }
+  return out;
 }
 
 State& Daemon::state() {

@@ -74,6 +74,9 @@ std::optional<int64_t> process_start_time(int64_t pid);
 /// when a signal was sent.
 bool kill_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start);
 
+/// Send sig to a step's process group with the identity check of kill_step.
+bool signal_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start, int sig);
+
 /// Files of a job in the spool directory: the script copy (jobN.sh), the
 /// node file (jobN.hosts) and the end hand-off (jobN.end).
 std::string spool_file(const std::string& home, int64_t job_id, const std::string& ext);
@@ -110,5 +113,14 @@ enum class CancelResult { cancelled_pending, signalled_running, already_finished
 /// grace period, and records CANCELLED). If the supervisor is already gone
 /// the job is recorded CANCELLED and its nodes freed here.
 CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t uid);
+
+/// Outcome of signal_job.
+enum class SignalResult { signalled, not_running, not_found, not_owner };
+
+/// scancel -s: send sig to every process of a RUNNING job's step (its
+/// process group, identity-checked; with the srun launcher the local srun,
+/// which forwards it), as user uid (root may signal any job). The job is not
+/// marked cancelled: it ends as its processes decide.
+SignalResult signal_job(State& st, int64_t id, int64_t uid, int sig);
 
 }  // namespace dynres::launch

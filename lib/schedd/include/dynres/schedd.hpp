@@ -7,6 +7,7 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,13 @@ namespace dynres::schedd {
 /// Build the policy's view of the cluster from the state file.
 /// node_ids[i] is the state-file id of Snapshot::nodes[i].
 sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids);
+
+/// Expected start times of the pending jobs (squeue --start): the policy is
+/// replayed in model time from `snap` (one read of the state file, see
+/// build_snapshot), assuming every job runs until its time limit
+/// (policy.default_time_limit when unlimited; a job already past its limit
+/// ends "now"). Jobs that could never start are absent. Pure.
+std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::PolicyConfig& policy);
 
 struct Daemon {
   std::string home;
