@@ -67,7 +67,7 @@ bad "alias --min-nodes-invasic bad" "--min-nodes" -- mjsub --min-nodes-invasic x
 bad "malformed time 1:99" "--time|1:99" -- mjsub -t 1:99 ok.sh
 bad "malformed time abc" "--time|abc" -- mjsub -t abc ok.sh
 bad "malformed time 1:2:3:4" "--time|1:2:3:4" -- mjsub --time=1:2:3:4 ok.sh
-bad "zero time" "--time" -- mjsub -t 0 ok.sh
+bad "negative time" "--time" -- mjsub -t=-5 ok.sh
 
 # power
 bad "unsupported --export" "--export" -- mjsub --export=PATH ok.sh

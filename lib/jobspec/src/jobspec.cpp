@@ -16,7 +16,7 @@ const std::vector<OptionDef>& job_options() {
   static const std::vector<OptionDef> opts = {
       {{"-J", "--job-name"}, true, "job name (default: script file name)"},
       {{"-N", "--nodes"}, true, "node count N, or a range MIN-MAX (makes the job moldable)"},
-      {{"-t", "--time"}, true, "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED"},
+      {{"-t", "--time"}, true, "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED or 0 (no limit)"},
       {{"-o", "--output"}, true, "standard output file (%j = job id, %x = job name); default mj-%j.out"},
       {{"-e", "--error"}, true, "standard error file (default: with the output)"},
       {{"-D", "--chdir"}, true, "working directory of the job"},
@@ -27,6 +27,7 @@ const std::vector<OptionDef>& job_options() {
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
       {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
+      {{"--wrap"}, true, "run this shell command as the job (/bin/sh -c; no script file, command line only)"},
   };
   return opts;
 }
@@ -129,20 +130,24 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   if (key == "--job-name") {
     s.name = v;
   } else if (key == "--nodes") {
+    // -N is one field: a later -N replaces an earlier -N entirely
     auto dash = v.find('-');
     if (dash != std::string::npos) {
-      s.min_nodes = parse_count(key, v.substr(0, dash));
-      s.max_nodes = parse_count(key, v.substr(dash + 1));
+      int lo = parse_count(key, v.substr(0, dash)), hi = parse_count(key, v.substr(dash + 1));
+      s.min_nodes = lo, s.max_nodes = hi, s.nodes.reset(), s.range_from_N = true;
     } else {
-      s.nodes = parse_count(key, v);
+      int n = parse_count(key, v);
+      if (s.range_from_N) s.min_nodes.reset(), s.max_nodes.reset(), s.range_from_N = false;
+      s.nodes = n;
     }
+    s.nodes_given = true;
   } else if (key == "--time") {
     try {
       s.time_limit = parse_time_limit(v);
     } catch (const std::invalid_argument& e) {
       throw SpecError(key + ": " + e.what());
     }
-    if (*s.time_limit == 0) throw SpecError(key + ": time limit must be positive");
+    if (*s.time_limit == 0) s.time_limit = kUnlimited;  // as Slurm: -t 0 is no limit
   } else if (key == "--output") {
     s.output = v;
   } else if (key == "--error") {
@@ -151,8 +156,10 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.chdir = v;
   } else if (key == "--min-nodes-invasic") {
     s.min_nodes = parse_count("--min-nodes", v);
+    s.range_from_N = false;
   } else if (key == "--max-nodes-invasic") {
     s.max_nodes = parse_count("--max-nodes", v);
+    s.range_from_N = false;
   } else if (key == "--node-constraints") {
     if (!sched::parse_constraint(v))
       throw SpecError("--node-constraint: unknown constraint '" + v + "' (none|even|odd|pof2|square|cube)");
@@ -166,6 +173,8 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (u != "ALL" && u != "NONE") throw SpecError("--export: only ALL or NONE are supported, got '" + v + "'");
     s.export_env = u == "ALL";
+  } else if (key == "--wrap") {
+    s.wrap = v;
   } else if (key == "--rigid") {
     if (!v.empty()) throw SpecError("--rigid takes no value");
     s.rigid = true;
@@ -220,8 +229,35 @@ std::vector<Directive> parse_directives(const std::string& script) {
   return out;
 }
 
+JobSpec merge_specs(JobSpec s, const JobSpec& c) {
+  if (c.nodes_given) {  // the command line's -N replaces the script's -N (count or range)
+    if (s.range_from_N || c.range_from_N) s.min_nodes = c.min_nodes, s.max_nodes = c.max_nodes;
+    s.nodes = c.nodes, s.range_from_N = c.range_from_N, s.nodes_given = true;
+    if (c.range_from_N) s.rigid = c.rigid;  // a command-line range is not made rigid by the script
+  }
+  if (c.min_nodes && !c.range_from_N) s.min_nodes = c.min_nodes;
+  if (c.max_nodes && !c.range_from_N) s.max_nodes = c.max_nodes;
+  auto take = [](auto& dst, const auto& src) {
+    if (src) dst = src;
+  };
+  take(s.name, c.name);
+  take(s.constraint, c.constraint);
+  take(s.time_limit, c.time_limit);
+  take(s.output, c.output);
+  take(s.error, c.error);
+  take(s.chdir, c.chdir);
+  take(s.min_power, c.min_power);
+  take(s.max_power, c.max_power);
+  take(s.export_env, c.export_env);
+  take(s.wrap, c.wrap);
+  s.rigid = s.rigid || c.rigid;
+  return s;
+}
+
 void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
   for (auto& d : ds) {
+    if (d.name == "--wrap")
+      throw SpecError("line " + std::to_string(d.line) + ": '" + d.text + "': --wrap is only valid on the command line");
     try {
       apply_option(spec, d.name, d.value);
     } catch (const SpecError& e) {

@@ -14,9 +14,17 @@ namespace dynres {
 
 JobRecord submit_job(const SubmitRequest& req) {
   std::string text, default_name;
-  if (req.script_path.empty() && ::isatty(0))
+  JobSpec cli;
+  for (auto& [name, value] : req.options) apply_option(cli, name, value);
+  if (cli.wrap) {  // sbatch --wrap: the job is "#!/bin/sh" plus the command
+    if (!req.script_path.empty())
+      throw SpecError("--wrap: a job script ('" + req.script_path + "') cannot be given as well");
+    if (cli.wrap->find('\0') != std::string::npos) throw SpecError("--wrap: the command contains a NUL byte");
+    text = "#!/bin/sh\n" + *cli.wrap + "\n";
+    default_name = "wrap";
+  } else if (req.script_path.empty() && ::isatty(0)) {
     throw SpecError("no job script given (and standard input is a terminal): mjsub [options] SCRIPT");
-  if (req.script_path.empty() || req.script_path == "-") {
+  } else if (req.script_path.empty() || req.script_path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     default_name = "sbatch";
   } else {
@@ -29,16 +37,16 @@ JobRecord submit_job(const SubmitRequest& req) {
     if (f.bad()) throw SpecError("cannot read job script '" + req.script_path + "': read error");
     default_name = req.script_path.substr(req.script_path.rfind('/') + 1);
   }
-  if (text.empty()) throw SpecError("job script '" + (req.script_path.empty() ? "-" : req.script_path) + "' is empty");
+  if (text.empty() && !cli.wrap) throw SpecError("job script '" + (req.script_path.empty() ? "-" : req.script_path) + "' is empty");
   if (text.find('\0') != std::string::npos) throw SpecError("job script '" + req.script_path + "' is a binary file");
 
-  JobSpec spec;
-  apply_directives(spec, parse_directives(text));
-  for (auto& [name, value] : req.options) apply_option(spec, name, value);
+  JobSpec script_spec;
+  if (!cli.wrap) apply_directives(script_spec, parse_directives(text));
+  JobSpec spec = merge_specs(script_spec, cli);  // command line wins, field by field
 
   State st(state_path(req.home));
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
-  if (spec.export_env) {  // sbatch --export=ALL: the job runs in the submitter's environment
+  if (spec.export_env.value_or(true)) {  // sbatch --export=ALL: the job runs in the submitter's environment
     nlohmann::json env = nlohmann::json::object();
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;

@@ -22,13 +22,23 @@ class SpecError : public std::runtime_error {
 struct JobSpec {
   std::optional<std::string> name;
   std::optional<int> nodes, min_nodes, max_nodes;  ///< -N n | -N min-max sets the range
+  bool nodes_given = false;  ///< -N was given (a later -N replaces an earlier one entirely)
+  bool range_from_N = false; ///< min_nodes/max_nodes came from -N MIN-MAX (not --min/--max-nodes)
   std::optional<std::string> constraint;
   std::optional<int64_t> time_limit;                ///< seconds, -1 unlimited
   std::optional<std::string> output, error, chdir;
   std::optional<double> min_power, max_power;       ///< watts per node
   bool rigid = false;
-  bool export_env = true;  ///< --export=ALL (default) | NONE
+  std::optional<bool> export_env;  ///< --export=ALL (true, the default) | NONE
+  std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
 };
+
+/// sbatch precedence: every field given on the command line (cli) replaces
+/// the script's value of that field (script), whatever the order of options;
+/// fields not given on the command line keep the script's. -N is one field
+/// (count or range): `-N 4` over `#SBATCH -N 2-8` gives a rigid 4; a range
+/// set with --min-nodes/--max-nodes stays, with -N as the requested size.
+JobSpec merge_specs(JobSpec script, const JobSpec& cli);
 
 /// One option of the table shared by the command line and the directives.
 struct OptionDef {
@@ -65,6 +75,7 @@ struct Directive {
 std::vector<Directive> parse_directives(const std::string& script);
 
 /// Apply directives to spec; errors are prefixed "line N: <directive>: ".
+/// Command-line-only options (--wrap) are refused in directives.
 void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 
 /// Check the spec against a cluster of `cluster_nodes` usable nodes and turn
