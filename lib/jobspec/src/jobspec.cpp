@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <cmath>
 #include <set>
 #include <sstream>
 
 #include "dynres/sched.hpp"
+#include "dynres/paths.hpp"
 #include "dynres/slurmtime.hpp"
 
 namespace dynres {
@@ -27,6 +30,8 @@ const std::vector<OptionDef>& job_options() {
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
       {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
+      {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
+      {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
       {{"--wrap"}, true, "run this shell command as the job (/bin/sh -c; no script file, command line only)"},
   };
   return opts;
@@ -175,6 +180,11 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.export_env = u == "ALL";
   } else if (key == "--wrap") {
     s.wrap = v;
+  } else if (key == "--hold") {
+    if (!v.empty()) throw SpecError("--hold takes no value");
+    s.hold = true;
+  } else if (key == "--begin") {
+    s.begin = parse_begin_time(v, now_seconds());
   } else if (key == "--rigid") {
     if (!v.empty()) throw SpecError("--rigid takes no value");
     s.rigid = true;
@@ -229,6 +239,57 @@ std::vector<Directive> parse_directives(const std::string& script) {
   return out;
 }
 
+double parse_begin_time(const std::string& v, double now) {
+  auto bad = [&] {
+    return SpecError("--begin: invalid time '" + v +
+                     "' (now, now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]])");
+  };
+  std::string u;
+  for (char c : v) u += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (u == "now") return now;
+  if (u.rfind("now+", 0) == 0) {
+    size_t k = 4;
+    while (k < u.size() && std::isdigit(static_cast<unsigned char>(u[k]))) ++k;
+    if (k == 4 || k - 4 > 9) throw bad();
+    double n = std::stod(u.substr(4, k - 4));
+    std::string unit = u.substr(k);
+    double mult = 0;
+    if (unit.empty() || unit == "s" || unit == "sec" || unit == "seconds") mult = 1;
+    else if (unit == "m" || unit == "min" || unit == "minutes") mult = 60;
+    else if (unit == "h" || unit == "hour" || unit == "hours") mult = 3600;
+    else if (unit == "d" || unit == "day" || unit == "days") mult = 86400;
+    else throw bad();
+    return now + n * mult;
+  }
+  int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
+  char tail = 0;
+  time_t t = static_cast<time_t>(now);
+  struct tm tmv;
+  ::localtime_r(&t, &tmv);
+  auto valid_hms = [&] { return h >= 0 && h <= 23 && m >= 0 && m <= 59 && sec >= 0 && sec <= 59; };
+  if (std::sscanf(v.c_str(), "%d:%d:%d%c", &h, &m, &sec, &tail) == 3 ||
+      (sec = 0, std::sscanf(v.c_str(), "%d:%d%c", &h, &m, &tail) == 2)) {
+    if (!valid_hms()) throw bad();
+    tmv.tm_hour = h, tmv.tm_min = m, tmv.tm_sec = sec, tmv.tm_isdst = -1;
+    double at = static_cast<double>(::mktime(&tmv));
+    if (at < now) {
+      tmv.tm_mday += 1;
+      tmv.tm_isdst = -1;
+      at = static_cast<double>(::mktime(&tmv));
+    }
+    return at;
+  }
+  h = m = sec = 0;
+  int n = std::sscanf(v.c_str(), "%4d-%2d-%2dT%d:%d:%d%c", &Y, &M, &D, &h, &m, &sec, &tail);
+  if (!(n == 3 && v.size() == 10) && n != 5 && n != 6) throw bad();
+  if (n == 5 && v.find(':', v.find('T') + 1) != v.rfind(':')) throw bad();
+  if (M < 1 || M > 12 || D < 1 || D > 31 || !valid_hms()) throw bad();
+  struct tm at {};
+  at.tm_year = Y - 1900, at.tm_mon = M - 1, at.tm_mday = D, at.tm_hour = h, at.tm_min = m, at.tm_sec = sec;
+  at.tm_isdst = -1;
+  return static_cast<double>(::mktime(&at));
+}
+
 JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   if (c.nodes_given) {  // the command line's -N replaces the script's -N (count or range)
     if (s.range_from_N || c.range_from_N) s.min_nodes = c.min_nodes, s.max_nodes = c.max_nodes;
@@ -250,6 +311,8 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.max_power, c.max_power);
   take(s.export_env, c.export_env);
   take(s.wrap, c.wrap);
+  take(s.begin, c.begin);
+  s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
   return s;
 }
@@ -316,6 +379,8 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.stdout_path = abs(s.output.value_or("mj-%j.out"));
   j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
   j.script = script_text;
+  j.held = s.hold;
+  j.begin_time = s.begin;
   j.submit_dir = cwd;
   j.uid = static_cast<int64_t>(::getuid());
   j.state = kPending;

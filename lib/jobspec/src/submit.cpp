@@ -62,6 +62,15 @@ JobRecord submit_job(const SubmitRequest& req) {
   return *st.job(j.id);
 }
 
+HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold) {
+  auto j = st.job(id);
+  if (!j) return HoldResult::not_found;
+  if (uid != 0 && j->uid != uid) return HoldResult::not_owner;
+  if (!st.set_held(id, hold, now_seconds())) return HoldResult::not_pending;
+  if (!hold) proto::notify(sched_socket(home), {{"op", "wake"}, {"why", "release"}, {"job", id}});
+  return HoldResult::done;
+}
+
 nlohmann::json job_to_json(const JobRecord& j) {
   nlohmann::json o = {{"job_id", j.id},
                       {"name", j.name},
@@ -86,6 +95,8 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["exit_code"] = j.exit_code ? nlohmann::json(*j.exit_code) : nlohmann::json(nullptr);
   o["min_power_w"] = j.min_power ? nlohmann::json(*j.min_power) : nlohmann::json(nullptr);
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
+  o["held"] = j.held;
+  o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
   return o;
 }
 

@@ -62,6 +62,8 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
     if (n.job_id) held[n.job_id].push_back(idx);
   }
   for (auto& j : jobs) {
+    // held jobs and jobs whose --begin time has not come are not the policy's to see
+    if (j.state == kPending && (j.held || (j.begin_time && *j.begin_time > now))) continue;
     auto c = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
     if (j.state == kRunning) {
       sched::RunningJob r;

@@ -72,6 +72,8 @@ CREATE TABLE events(
     // 5: identity of the step's process group leader (start time in clock ticks
     // since boot, /proc/PID/stat field 22), checked before the group is killed
     "ALTER TABLE jobs ADD COLUMN step_start INTEGER",
+    // 6: sbatch --hold (held until mjcontrol release) and --begin (not before this time)
+    "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0; ALTER TABLE jobs ADD COLUMN begin_time REAL",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -92,7 +94,7 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -125,6 +127,8 @@ JobRecord job_from_row(const Stmt& s) {
   j.env = s.text(26);
   j.step_pgid = s.opt_i64(27);
   j.step_start = s.opt_i64(28);
+  j.held = s.i64(29) != 0;
+  j.begin_time = s.opt_f64(30);
   return j;
 }
 
@@ -162,12 +166,14 @@ int64_t State::submit(JobRecord j) {
   db_.write_tx([&] {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
-           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
+           "begin_time) VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
-    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, std::string("None")).bind(17, j.submit_dir).bind(18, j.env);
+    std::string reason = j.held ? "JobHeldUser" : j.begin_time && *j.begin_time > j.submit_time ? "BeginTime" : "None";
+    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
+    s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time);
     s.run();
     id = db_.last_insert_id();
     Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");
@@ -271,6 +277,18 @@ bool State::set_step_pgid(int64_t id, int64_t pgid, int64_t leader_start) {
   Stmt up(db_, "UPDATE jobs SET step_pgid=?, step_start=? WHERE id=? AND state='RUNNING'");
   up.bind(1, pgid).bind(2, leader_start).bind(3, id).run();
   return db_.changes() > 0;
+}
+
+bool State::set_held(int64_t id, bool held, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt up(db_, "UPDATE jobs SET held=?, reason=? WHERE id=? AND state='PENDING'");
+    up.bind(1, static_cast<int64_t>(held ? 1 : 0)).bind(2, std::string(held ? "JobHeldUser" : "None")).bind(3, id).run();
+    if (db_.changes() == 0) return;
+    event(now, id, held ? "hold" : "release", "");
+    ok = true;
+  });
+  return ok;
 }
 
 void State::set_reason(int64_t id, const std::string& reason) {

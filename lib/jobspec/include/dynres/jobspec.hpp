@@ -31,7 +31,14 @@ struct JobSpec {
   bool rigid = false;
   std::optional<bool> export_env;  ///< --export=ALL (true, the default) | NONE
   std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
+  bool hold = false;               ///< --hold: submitted held (mjcontrol release)
+  std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
 };
+
+/// sbatch --begin values: now, now+N[s|m|h|d] (seconds without a unit; also
+/// seconds/minutes/hours/days), HH:MM[:SS] (today, or tomorrow if passed),
+/// YYYY-MM-DD[THH:MM[:SS]] (local time). Throws SpecError naming the value.
+double parse_begin_time(const std::string& v, double now);
 
 /// sbatch precedence: every field given on the command line (cli) replaces
 /// the script's value of that field (script), whatever the order of options;
@@ -109,5 +116,13 @@ JobRecord submit_job(const SubmitRequest& req);
 
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);
+
+/// Outcome of hold_job.
+enum class HoldResult { done, not_pending, not_found, not_owner };
+
+/// mjcontrol hold/release: hold (or release) a PENDING job as user uid (root
+/// may act on any job; another user's job is refused and left unchanged).
+/// A release wakes the scheduler.
+HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold);
 
 }  // namespace dynres

@@ -17,7 +17,9 @@
 
 namespace dynres::schedd {
 
-/// Build the policy's view of the cluster from the state file.
+/// Build the policy's view of the cluster from the state file (one read
+/// transaction). Held pending jobs and jobs whose begin time is later than
+/// `now` are left out.
 /// node_ids[i] is the state-file id of Snapshot::nodes[i].
 sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids);
 

@@ -60,6 +60,8 @@ struct JobRecord {
   std::string reason;             ///< why pending / how it ended
   std::optional<int64_t> supervisor_pid;
   bool cancel_requested = false;
+  bool held = false;                 ///< sbatch --hold / mjcontrol hold: not scheduled until released
+  std::optional<double> begin_time;  ///< sbatch --begin: not scheduled before this time
 };
 
 struct AllocationRecord {
@@ -111,6 +113,9 @@ class State {
   void request_cancel(int64_t id);
 
   void set_reason(int64_t id, const std::string& reason);
+  /// Hold (reason JobHeldUser) or release (reason None) a PENDING job, with
+  /// a hold/release event. Returns false when the job is not pending.
+  bool set_held(int64_t id, bool held, double now);
   /// Record the process group of a RUNNING job's step and its leader's start
   /// time (set by its supervisor before the step may exec the job script).
   /// Returns false when the job is not RUNNING any more.

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# sbatch habits of mjsub, and mjcontrol hold/release/show (issue 10), on a
+# real local cluster of 4 nodes:
+#   precedence: `mjsub -N 4` over `#SBATCH -N 2-8` is a rigid 4-node job, the
+#     script's other fields stay; -t 0 is no limit;
+#   --wrap: the command runs as the job (name "wrap"); refused with a script;
+#   --hold: stays PENDING (JobHeldUser) on an idle cluster until
+#     `mjcontrol release`, then completes; mjcontrol hold of a pending job,
+#     of a running job (refused), show job; cross-user hold refused (root only);
+#   --begin now+2: PENDING (BeginTime), starts no earlier than 2 s after
+#     submission; bad --begin refused.
+# About 10 s.
+. "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
+t_begin 90
+
+C=$T_TMP/cluster
+W=$T_TMP/work
+mkdir -p "$W"
+cd "$W" || t_fatal "cd $W"
+boot_cluster "$C" 4 --tick 0.2 --kill-wait 1
+
+# ---- precedence, -t 0
+write_script "$W/range.sh" '#!/bin/bash' '#SBATCH -N 2-8' '#SBATCH -J fromscript -t 10' '#SBATCH -o range-%j.out' \
+  'echo "nodes=$MJ_JOB_NUM_NODES"'
+t_run mjsub --parsable -N 4 -t 0 range.sh
+assert_eq 0 "$T_RC" "mjsub -N 4 -t 0 over #SBATCH -N 2-8 ($T_ERR)"
+R=$T_OUT
+t_run mjstat -j "$R" --json
+assert_eq rigid "$(json_get kind <<<"$T_OUT")" "-N 4 over #SBATCH -N 2-8: rigid"
+assert_eq 4 "$(json_get nodes_requested <<<"$T_OUT")" "-N 4 over #SBATCH -N 2-8: 4 nodes"
+assert_eq 4 "$(json_get max_nodes <<<"$T_OUT")" "-N 4 over #SBATCH -N 2-8: no range left"
+assert_eq fromscript "$(json_get name <<<"$T_OUT")" "the script's name stays"
+assert_eq -1 "$(json_get time_limit_s <<<"$T_OUT")" "-t 0 over #SBATCH -t 10: no limit"
+wait_state 20 "$C" "$R" COMPLETED
+assert_file_content "$W/range-$R.out" "nodes=4" "the job ran on 4 nodes"
+
+# ---- --wrap
+t_run mjsub --parsable -o wrap-%j.out --wrap 'echo "wrapped $((20 + 22)) $MJ_JOB_NAME"'
+assert_eq 0 "$T_RC" "mjsub --wrap ($T_ERR)"
+WR=$T_OUT
+wait_state 20 "$C" "$WR" COMPLETED
+assert_file_content "$W/wrap-$WR.out" "wrapped 42 wrap" "--wrap runs the command with /bin/sh, job name wrap"
+t_run mjsub --wrap true range.sh
+assert_ne 0 "$T_RC" "--wrap with a script is refused"
+assert_contains "$T_ERR" "--wrap" "the message names --wrap"
+
+# ---- --hold, mjcontrol
+write_script "$W/quick.sh" '#!/bin/bash' 'echo ran'
+H=$(mjsub --parsable --hold quick.sh) || t_fatal "mjsub --hold"
+sleep 1   # five ticks on an idle cluster
+assert_eq "PENDING JobHeldUser" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$H" | tr '|' ' ')" \
+  "a held job stays pending on an idle cluster"
+t_run mjcontrol show job "$H"
+assert_contains "$T_OUT" "JobId=$H" "mjcontrol show job"
+assert_contains "$T_OUT" "Held=yes" "mjcontrol show job says it is held"
+if ((EUID == 0)) && command -v runuser >/dev/null; then
+  chmod 755 "$T_TMP" && chmod 777 "$C" && chmod 666 "$C"/state.db*
+  before=$(state_digest "$C")
+  t_run runuser -u nobody -- env DYNRES_HOME="$C" "$DYNRES_BIN/mjcontrol" release "$H"
+  assert_eq 1 "$T_RC" "release of root's job as nobody exits 1"
+  assert_contains "$T_ERR" "Access/permission denied" "release as nobody: permission denied"
+  assert_eq "$before" "$(state_digest "$C")" "refused release changes nothing"
+else
+  t_log "not root (or no runuser): cross-user release not checked here"
+fi
+t_run mjcontrol release "$H"
+assert_eq 0 "$T_RC" "mjcontrol release ($T_ERR)"
+wait_state 20 "$C" "$H" COMPLETED
+write_script "$W/long.sh" '#!/bin/bash' 'sleep 30'
+L=$(mjsub --parsable -N 4 long.sh) || t_fatal "mjsub long"
+wait_state 20 "$C" "$L" RUNNING || t_fatal "long job did not start"
+P=$(mjsub --parsable quick.sh) || t_fatal "mjsub quick"
+t_run mjcontrol hold "$P"
+assert_eq 0 "$T_RC" "mjcontrol hold of a pending job ($T_ERR)"
+t_run mjcontrol hold "$L"
+assert_eq 1 "$T_RC" "mjcontrol hold of a running job fails"
+assert_contains "$T_ERR" "not pending" "... and says why"
+t_run mjcontrol hold 99999
+assert_contains "$T_ERR" "invalid job id 99999" "mjcontrol hold of an unknown job"
+mjcancel "$L"
+wait_state 20 "$C" "$L" CANCELLED
+sleep 0.6
+assert_eq "PENDING JobHeldUser" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$P" | tr '|' ' ')" \
+  "held by mjcontrol: still pending on a free cluster"
+mjcontrol release "$P"
+wait_state 20 "$C" "$P" COMPLETED
+
+# ---- --begin
+t_run mjsub --begin=2026-13-01 quick.sh
+assert_ne 0 "$T_RC" "a bad --begin is refused"
+assert_contains "$T_ERR" "--begin: invalid time '2026-13-01'" "the message names the value"
+B=$(mjsub --parsable --begin now+2 quick.sh) || t_fatal "mjsub --begin"
+assert_eq "PENDING BeginTime" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$B" | tr '|' ' ')" "--begin now+2: waits"
+wait_state 20 "$C" "$B" COMPLETED
+assert_le 2 "$(sq "$C" "SELECT start_time - submit_time FROM jobs WHERE id=$B")" "started at least 2 s after submission"
+check_started_once "$C"
+check_allocations_disjoint "$C"
+t_done
