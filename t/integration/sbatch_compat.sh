@@ -8,7 +8,10 @@
 #     `mjcontrol release`, then completes; mjcontrol hold of a pending job,
 #     of a running job (refused), show job; cross-user hold refused (root only);
 #   --begin now+2: PENDING (BeginTime), starts no earlier than 2 s after
-#     submission; bad --begin refused.
+#     submission; bad --begin refused;
+#   --dependency: after, afterok, afternotok (never satisfied once the job
+#     completed: DependencyNeverSatisfied, stays pending), afterany,
+#     singleton; unknown job, unknown type and '?' refused.
 # About 10 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 90
@@ -93,6 +96,44 @@ B=$(mjsub --parsable --begin now+2 quick.sh) || t_fatal "mjsub --begin"
 assert_eq "PENDING BeginTime" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$B" | tr '|' ' ')" "--begin now+2: waits"
 wait_state 20 "$C" "$B" COMPLETED
 assert_le 2 "$(sq "$C" "SELECT start_time - submit_time FROM jobs WHERE id=$B")" "started at least 2 s after submission"
+
+# ---- --dependency
+write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'
+A=$(mjsub --parsable -J ga gate.sh) || t_fatal "mjsub gate"
+wait_state 20 "$C" "$A" RUNNING || t_fatal "gate job did not start"
+OK=$(mjsub --parsable -d "afterok:$A" quick.sh) || t_fatal "mjsub afterok"
+NOK=$(mjsub --parsable --dependency="afternotok:$A" quick.sh) || t_fatal "mjsub afternotok"
+ANY=$(mjsub --parsable -d "afterany:$A" quick.sh) || t_fatal "mjsub afterany"
+AFT=$(mjsub --parsable -d "after:$A" quick.sh) || t_fatal "mjsub after"
+wait_state 20 "$C" "$AFT" COMPLETED
+sleep 0.6
+for j in $OK $NOK $ANY; do
+  assert_eq "PENDING Dependency" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$j" | tr '|' ' ')"     "job $j waits for $A (Dependency) on a free cluster"
+done
+touch "$W/ga.go"
+wait_state 20 "$C" "$A" COMPLETED
+wait_state 20 "$C" "$OK" COMPLETED
+wait_state 20 "$C" "$ANY" COMPLETED
+wait_for 10 "afternotok of a completed job: never satisfied" eval \
+  '[[ $(sq "$C" "SELECT state || \" \" || reason FROM jobs WHERE id=$NOK") == "PENDING DependencyNeverSatisfied" ]]'
+assert_le "$(job_col "$C" "$A" end_time)" "$(job_col "$C" "$OK" start_time)" "afterok job started after $A ended"
+S1=$(mjsub --parsable -J solo -d singleton gate.sh) || t_fatal "mjsub singleton 1"
+wait_state 20 "$C" "$S1" RUNNING || t_fatal "first singleton did not start"
+S2=$(mjsub --parsable -J solo -d singleton quick.sh) || t_fatal "mjsub singleton 2"
+sleep 0.6
+assert_eq "PENDING Dependency" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$S2" | tr '|' ' ')"   "second singleton waits for the first"
+touch "$W/solo.go"
+wait_state 20 "$C" "$S2" COMPLETED
+assert_le "$(job_col "$C" "$S1" end_time)" "$(job_col "$C" "$S2" start_time)" "singletons never overlap"
+before=$(state_digest "$C")
+for args in "afterok:99999|job 99999 does not exist" "bogus:$A|unknown type 'bogus'" "afterok:$A?afterok:$OK|'?'" \
+  "afterok:x|invalid job id 'x'"; do
+  t_run mjsub -d "${args%%|*}" quick.sh
+  assert_ne 0 "$T_RC" "mjsub -d ${args%%|*} refused"
+  assert_contains "$T_ERR" "${args#*|}" "mjsub -d ${args%%|*} names the problem"
+done
+assert_eq "$before" "$(state_digest "$C")" "refused dependencies recorded nothing"
+mjcancel "$NOK"
 check_started_once "$C"
 check_allocations_disjoint "$C"
 t_done

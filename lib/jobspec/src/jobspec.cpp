@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <ctime>
@@ -30,6 +31,8 @@ const std::vector<OptionDef>& job_options() {
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
       {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
+      {{"-d", "--dependency"}, true,
+       "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
       {{"--wrap"}, true, "run this shell command as the job (/bin/sh -c; no script file, command line only)"},
@@ -180,6 +183,8 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.export_env = u == "ALL";
   } else if (key == "--wrap") {
     s.wrap = v;
+  } else if (key == "--dependency") {
+    s.dependency = format_dependency(parse_dependency(v));
   } else if (key == "--hold") {
     if (!v.empty()) throw SpecError("--hold takes no value");
     s.hold = true;
@@ -237,6 +242,77 @@ std::vector<Directive> parse_directives(const std::string& script) {
     }
   }
   return out;
+}
+
+std::vector<Dependency> parse_dependency(const std::string& v) {
+  if (v.find('?') != std::string::npos)
+    throw SpecError("--dependency: '?' (any of) is not supported, only ',' (all of): '" + v + "'");
+  std::vector<Dependency> out;
+  std::stringstream ss(v);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (part.empty()) throw SpecError("--dependency: empty condition in '" + v + "'");
+    if (part == "singleton") {
+      out.push_back({"singleton", {}});
+      continue;
+    }
+    auto colon = part.find(':');
+    std::string type = part.substr(0, colon);
+    if (type != "after" && type != "afterany" && type != "afterok" && type != "afternotok")
+      throw SpecError("--dependency: unknown type '" + type + "' (after, afterany, afterok, afternotok, singleton)");
+    if (colon == std::string::npos) throw SpecError("--dependency: '" + part + "' names no job id");
+    Dependency d{type, {}};
+    std::stringstream ids(part.substr(colon + 1));
+    for (std::string id; std::getline(ids, id, ':');) {
+      if (id.empty() || id.size() > 15 || !std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+          std::stoll(id) < 1)
+        throw SpecError("--dependency: invalid job id '" + id + "' in '" + part + "'");
+      d.jobs.push_back(std::stoll(id));
+    }
+    if (d.jobs.empty()) throw SpecError("--dependency: '" + part + "' names no job id");
+    out.push_back(d);
+  }
+  if (out.empty()) throw SpecError("--dependency: empty value");
+  return out;
+}
+
+std::string format_dependency(const std::vector<Dependency>& ds) {
+  std::string s;
+  for (auto& d : ds) {
+    s += (s.empty() ? "" : ",") + d.type;
+    for (auto id : d.jobs) s += ":" + std::to_string(id);
+  }
+  return s;
+}
+
+std::string dependency_status(const std::string& dep,
+                              const std::function<std::optional<JobRecord>(int64_t)>& lookup,
+                              const std::function<bool()>& same_name_active) {
+  if (dep.empty()) return "";
+  bool waiting = false;
+  for (auto& d : parse_dependency(dep)) {
+    if (d.type == "singleton") {
+      if (same_name_active()) waiting = true;
+      continue;
+    }
+    for (auto id : d.jobs) {
+      auto j = lookup(id);
+      if (!j) return "DependencyNeverSatisfied";
+      bool ended = is_final_state(j->state);
+      bool ok = j->state == kCompleted && j->exit_code.value_or(0) == 0;
+      if (d.type == "after") {
+        if (j->state == kPending) waiting = true;
+      } else if (d.type == "afterany") {
+        if (!ended) waiting = true;
+      } else if (d.type == "afterok") {
+        if (ended && !ok) return "DependencyNeverSatisfied";
+        if (!ended) waiting = true;
+      } else {  // afternotok
+        if (ended && ok) return "DependencyNeverSatisfied";
+        if (!ended) waiting = true;
+      }
+    }
+  }
+  return waiting ? "Dependency" : "";
 }
 
 double parse_begin_time(const std::string& v, double now) {
@@ -312,6 +388,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.export_env, c.export_env);
   take(s.wrap, c.wrap);
   take(s.begin, c.begin);
+  take(s.dependency, c.dependency);
   s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
   return s;
@@ -381,6 +458,7 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.script = script_text;
   j.held = s.hold;
   j.begin_time = s.begin;
+  j.dependency = s.dependency.value_or("");
   j.submit_dir = cwd;
   j.uid = static_cast<int64_t>(::getuid());
   j.state = kPending;

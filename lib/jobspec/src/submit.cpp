@@ -46,6 +46,10 @@ JobRecord submit_job(const SubmitRequest& req) {
 
   State st(state_path(req.home));
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
+  if (!j.dependency.empty())
+    for (auto& d : parse_dependency(j.dependency))
+      for (auto id : d.jobs)
+        if (!st.job(id)) throw SpecError("--dependency: job " + std::to_string(id) + " does not exist");
   if (spec.export_env.value_or(true)) {  // sbatch --export=ALL: the job runs in the submitter's environment
     nlohmann::json env = nlohmann::json::object();
     for (char** e = environ; e && *e; ++e) {
@@ -96,6 +100,7 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["min_power_w"] = j.min_power ? nlohmann::json(*j.min_power) : nlohmann::json(nullptr);
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
   o["held"] = j.held;
+  o["dependency"] = j.dependency;
   o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
   return o;
 }

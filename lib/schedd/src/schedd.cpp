@@ -20,6 +20,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "dynres/jobspec.hpp"
 #include "dynres/launch.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
@@ -42,7 +43,8 @@ void log(const std::string& msg) {
 }
 }  // namespace
 
-sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids) {
+sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids,
+                               std::map<int64_t, std::string>* blocked) {
   sched::Snapshot s;
   s.now = now;
   std::unordered_map<int64_t, std::vector<int>> held;
@@ -51,10 +53,25 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   // the two reads would leave nodes held by a job that is not running.
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
+  std::map<int64_t, std::string> dep_block;
   st.db().read_tx([&] {
     nodes = st.nodes();
     jobs = st.jobs({kRunning, kPending});
+    for (auto& j : jobs) {  // dependencies, in the same snapshot
+      if (j.state != kPending || j.dependency.empty()) continue;
+      auto why = dependency_status(
+          j.dependency, [&](int64_t id) { return st.job(id); },
+          [&] {
+            for (auto& o : jobs)
+              if (o.id != j.id && o.uid == j.uid && o.name == j.name &&
+                  (o.state == kRunning || (o.state == kPending && o.id < j.id)))
+                return true;
+            return false;
+          });
+      if (!why.empty()) dep_block[j.id] = why;
+    }
   });
+  if (blocked) *blocked = dep_block;
   for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
     s.nodes.push_back({n.name, n.state == "up", n.job_id});
@@ -63,7 +80,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   }
   for (auto& j : jobs) {
     // held jobs and jobs whose --begin time has not come are not the policy's to see
-    if (j.state == kPending && (j.held || (j.begin_time && *j.begin_time > now))) continue;
+    if (j.state == kPending && (j.held || (j.begin_time && *j.begin_time > now) || dep_block.count(j.id))) continue;
     auto c = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
     if (j.state == kRunning) {
       sched::RunningJob r;
@@ -161,7 +178,19 @@ int Daemon::pass() {
   }
   double now = now_seconds();
   std::vector<int64_t> node_ids;
-  auto snap = build_snapshot(st, now, node_ids);
+  std::map<int64_t, std::string> blocked;
+  auto snap = build_snapshot(st, now, node_ids, &blocked);
+  if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied, written only where it changed
+    std::vector<std::pair<int64_t, std::string>> changed;
+    for (auto& j : st.jobs({kPending})) {
+      auto it = blocked.find(j.id);
+      if (it != blocked.end() && j.reason != it->second) changed.push_back(*it);
+    }
+    if (!changed.empty())
+      st.db().write_tx([&] {
+        for (auto& [id, why] : changed) st.set_reason(id, why);
+      });
+  }
   if (snap.waiting.empty()) return 0;
   auto d = sched::decide(snap, cfg.policy);
   int started = 0;

@@ -74,6 +74,8 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN step_start INTEGER",
     // 6: sbatch --hold (held until mjcontrol release) and --begin (not before this time)
     "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0; ALTER TABLE jobs ADD COLUMN begin_time REAL",
+    // 7: sbatch --dependency, normalized (e.g. "afterok:12:13,singleton"); '' = none
+    "ALTER TABLE jobs ADD COLUMN dependency TEXT NOT NULL DEFAULT ''",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -94,7 +96,7 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -129,6 +131,7 @@ JobRecord job_from_row(const Stmt& s) {
   j.step_start = s.opt_i64(28);
   j.held = s.i64(29) != 0;
   j.begin_time = s.opt_f64(30);
+  j.dependency = s.text(31);
   return j;
 }
 
@@ -167,13 +170,16 @@ int64_t State::submit(JobRecord j) {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time) VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency) VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
-    std::string reason = j.held ? "JobHeldUser" : j.begin_time && *j.begin_time > j.submit_time ? "BeginTime" : "None";
+    std::string reason = j.held                                            ? "JobHeldUser"
+                         : !j.dependency.empty()                           ? "Dependency"
+                         : j.begin_time && *j.begin_time > j.submit_time ? "BeginTime"
+                                                                           : "None";
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
-    s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time);
+    s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.run();
     id = db_.last_insert_id();
     Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");

@@ -1,6 +1,7 @@
 // What a job asks for: #SBATCH / #MJ directives and mjsub options
 // (seed 000 Listing 4.1 and 5.1; sbatch(1) names where they exist).
 #pragma once
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,7 +34,34 @@ struct JobSpec {
   std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
   bool hold = false;               ///< --hold: submitted held (mjcontrol release)
   std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
+  std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
 };
+
+/// One condition of sbatch --dependency.
+struct Dependency {
+  std::string type;            ///< after | afterany | afterok | afternotok | singleton
+  std::vector<int64_t> jobs;   ///< empty for singleton
+};
+
+/// Parse "type:id[:id...][,type:id...]" and "singleton" (all conditions must
+/// hold, as Slurm's ','; '?' (any) is refused). Throws SpecError naming the
+/// bad part.
+std::vector<Dependency> parse_dependency(const std::string& v);
+/// The canonical text of a parsed dependency list.
+std::string format_dependency(const std::vector<Dependency>& d);
+
+/// Whether a job with dependency `dep` (normalized text) may start:
+/// "" (satisfied), "Dependency" (not yet) or "DependencyNeverSatisfied".
+/// lookup(id) gives a job record (nullopt if unknown: never satisfied);
+/// same_name_active(): for singleton, whether another job of the same user
+/// and name is running, or pending and submitted earlier.
+///   after      — each job has started (or was cancelled before starting)
+///   afterany   — each job has ended (any final state)
+///   afterok    — each job COMPLETED with exit code 0 (never, once one ended otherwise)
+///   afternotok — each job ended in another final state (never, once one COMPLETED)
+std::string dependency_status(const std::string& dep,
+                              const std::function<std::optional<JobRecord>(int64_t)>& lookup,
+                              const std::function<bool()>& same_name_active);
 
 /// sbatch --begin values: now, now+N[s|m|h|d] (seconds without a unit; also
 /// seconds/minutes/hours/days), HH:MM[:SS] (today, or tomorrow if passed),

@@ -62,6 +62,7 @@ struct JobRecord {
   bool cancel_requested = false;
   bool held = false;                 ///< sbatch --hold / mjcontrol hold: not scheduled until released
   std::optional<double> begin_time;  ///< sbatch --begin: not scheduled before this time
+  std::string dependency;            ///< sbatch --dependency, normalized; "" = none
 };
 
 struct AllocationRecord {
