@@ -11,7 +11,11 @@
 #     submission; bad --begin refused;
 #   --dependency: after, afterok, afternotok (never satisfied once the job
 #     completed: DependencyNeverSatisfied, stays pending), afterany,
-#     singleton; unknown job, unknown type and '?' refused.
+#     singleton; unknown job, unknown type and '?' refused;
+#   job environment: SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_SUBMIT_DIR,
+#     SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST, SLURM_NTASKS describe the dynres
+#     job; `srun -n 3 cmd` runs 3 local copies with SLURM_PROCID 0..2, plain
+#     `srun cmd` one per task of the job (the srun shim of mjstepd(8)).
 # About 10 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 90
@@ -96,6 +100,20 @@ B=$(mjsub --parsable --begin now+2 quick.sh) || t_fatal "mjsub --begin"
 assert_eq "PENDING BeginTime" "$(sq "$C" "SELECT state, reason FROM jobs WHERE id=$B" | tr '|' ' ')" "--begin now+2: waits"
 wait_state 20 "$C" "$B" COMPLETED
 assert_le 2 "$(sq "$C" "SELECT start_time - submit_time FROM jobs WHERE id=$B")" "started at least 2 s after submission"
+
+# ---- SLURM_* of the job, srun shim with the local launcher
+write_script "$W/env.sh" '#!/bin/bash' '#SBATCH -N 2 -J envjob' \
+  'echo "id=$SLURM_JOB_ID name=$SLURM_JOB_NAME nodes=$SLURM_JOB_NUM_NODES list=$SLURM_JOB_NODELIST ntasks=$SLURM_NTASKS"' \
+  'echo "submit=$SLURM_SUBMIT_DIR"' \
+  'srun -n 3 bash -c '"'"'echo "p$SLURM_PROCID/$SLURM_NTASKS"'"'"' | sort | tr "\n" " "; echo' \
+  'srun --overlap bash -c '"'"'echo "d$SLURM_PROCID"'"'"' | sort | tr "\n" " "; echo'
+EJ=$(mjsub --parsable -o env.out env.sh) || t_fatal "mjsub env.sh"
+wait_state 20 "$C" "$EJ" COMPLETED
+NL=$(job_col "$C" "$EJ" nodelist)
+assert_file_content "$W/env.out" "id=$EJ name=envjob nodes=2 list=$NL ntasks=2
+submit=$W
+p0/3 p1/3 p2/3 
+d0 d1 " "SLURM_* describe the dynres job; srun -n 3 and plain srun run local tasks"
 
 # ---- --dependency
 write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'

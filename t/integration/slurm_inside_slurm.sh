@@ -7,8 +7,12 @@
 #     (SLURM_JOB_NODELIST=n[1-4]); there:
 #     a. vcluster-boot --dir $D/cluster  (detects the allocation, srun launcher)
 #     b. mjsub three jobs (-N 2, -N 1, -N 1); each job script prints what it
-#        sees (MJ_JOB_NODELIST, hostname, and SLURMD_NODENAME / SLURM_STEP_ID,
-#        which the outer slurmstepd sets for the step it runs in) and sleeps;
+#        sees (MJ_JOB_NODELIST, hostname, SLURMD_NODENAME and the outer step
+#        MJ_OUTER_SLURM_JOB_ID.MJ_OUTER_SLURM_STEP_ID, SLURM_JOB_ID /
+#        SLURM_JOB_NODELIST / SLURM_JOB_NUM_NODES, which describe the dynres
+#        job), runs a plain `srun` (the dynres shim: one task per node of the
+#        job, as one outer step, checked against the outer slurmd logs) and
+#        sleeps;
 #     c. wait (bounded) until mjstat says all three are COMPLETED;
 #     d. for each job J, with nodelist(J) from `mjstat -j J --json`: the job's
 #        output names the outer step it ran in (SLURM_JOB_ID.SLURM_STEP_ID,
@@ -114,7 +118,9 @@ inside() {
 echo "MJ_JOB_NODELIST=\${MJ_JOB_NODELIST:-}"
 echo "HOSTNAME=\$(hostname)"
 echo "SLURMD_NODENAME=\${SLURMD_NODENAME:-}"
-echo "OUTER_STEP=\${SLURM_JOB_ID:-}.\${SLURM_STEP_ID:-}"
+echo "OUTER_STEP=\${MJ_OUTER_SLURM_JOB_ID:-}.\${MJ_OUTER_SLURM_STEP_ID:-}"
+echo "JOB_SLURM=\${SLURM_JOB_ID:-}:\${SLURM_JOB_NODELIST:-}:\${SLURM_JOB_NUM_NODES:-}"
+srun bash -c 'echo "TASK \$SLURM_PROCID \$SLURMD_NODENAME \$SLURM_JOB_ID.\$SLURM_STEP_ID"'
 sleep $JOB_SLEEP
 echo "DONE"
 EOF
@@ -192,6 +198,20 @@ EOF
             fail "job $id saw MJ_JOB_NODELIST='$seen', mjstat says '$nl'"
         # The outer step J.S the job ran in: SLURM_JOB_ID.SLURM_STEP_ID of its
         # environment, which the outer Slurm sets; this links dynres job and step.
+        # SLURM_* of the job describe the dynres job, not the allocation
+        seen=$(sed -n 's/^JOB_SLURM=//p' "$out")
+        [[ $seen == "$id:$nl:${want_n[$n]}" ]] ||
+            fail "job $id saw SLURM_JOB_ID:SLURM_JOB_NODELIST:SLURM_JOB_NUM_NODES='$seen', expected '$id:$nl:${want_n[$n]}'"
+        # A plain `srun` in the job (the dynres shim) ran one task on each of
+        # the job's nodes, as one outer step; the node daemons confirm it.
+        local tasks tstep tnodes
+        tasks=$(awk '$1 == "TASK" {print $3}' "$out" | sort | tr '\n' ' ' | sed 's/ $//')
+        [[ $tasks == "$nodes" ]] || fail "srun in job $id ran tasks on '$tasks', the job's nodes are '$nodes'"
+        tstep=$(awk '$1 == "TASK" {print $4}' "$out" | sort -u)
+        [[ $tstep =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] || fail "srun in job $id: tasks in outer step(s) '$tstep'"
+        tnodes=$("$FIXTURE" steps "$fix" "$SLURM_JOB_ID" | awk -v s="$tstep" '$1 == s {print $2}' | sort | tr '\n' ' ' | sed 's/ $//')
+        [[ $tnodes == "$nodes" ]] ||
+            fail "outer slurmd logs: step $tstep (srun in job $id) launched on '$tnodes', expected '$nodes'"
         step=$(sed -n 's/^OUTER_STEP=//p' "$out")
         [[ $step =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] ||
             fail "job $id did not run in an outer step of allocation $SLURM_JOB_ID (OUTER_STEP='$step')"
@@ -220,7 +240,7 @@ EOF
     # its outer step too (not only the daemon).
     cat >"$D/long.sh" <<'EOF'
 #!/bin/bash
-echo "OUTER_STEP=${SLURM_JOB_ID:-}.${SLURM_STEP_ID:-}"
+echo "OUTER_STEP=${MJ_OUTER_SLURM_JOB_ID:-}.${MJ_OUTER_SLURM_STEP_ID:-}"
 sleep 300
 EOF
     chmod +x "$D/long.sh"

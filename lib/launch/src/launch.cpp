@@ -345,13 +345,43 @@ int run_step(const StepConfig& cfg, int go_fd) {
     ::setenv("MJ_JOB_NUM_NODES", std::to_string(names.size()).c_str(), 1);
     ::setenv("MJ_NODEFILE", nodefile.c_str(), 1);
     ::setenv("MJ_SOCKET", sched_socket(cfg.home).c_str(), 1);
-    ::setenv("MJ_SUBMIT_DIR", (job->submit_dir.empty() ? job->workdir : job->submit_dir).c_str(), 1);
+    const std::string submit_dir = job->submit_dir.empty() ? job->workdir : job->submit_dir;
+    ::setenv("MJ_SUBMIT_DIR", submit_dir.c_str(), 1);
+    // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
+    // first on PATH so that `srun` inside the job runs on the job's nodes.
+    const std::string nn = std::to_string(names.size()), id = std::to_string(cfg.job_id);
+    const std::vector<std::pair<const char*, std::string>> slurm_env = {
+        {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
+        {"SLURM_SUBMIT_DIR", submit_dir}, {"SLURM_JOB_NUM_NODES", nn}, {"SLURM_NNODES", nn},
+        {"SLURM_JOB_NODELIST", job->nodelist}, {"SLURM_NODELIST", job->nodelist}, {"SLURM_NTASKS", nn},
+        {"SLURM_NPROCS", nn}};
+    std::string shim = self_dir() + "/../share/dynres/shim";
+    if (::access((shim + "/srun").c_str(), X_OK) == 0) {
+      const char* path = std::getenv("PATH");
+      ::setenv("PATH", (shim + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
+    }
+    if (cfg.launcher == "srun") {
+      // srun of the enclosing allocation must see its own SLURM_*: keep them,
+      // saved as MJ_OUTER_SLURM_* for the shim; mj-step-env sets the job's
+      // inside the step
+      std::vector<std::pair<std::string, std::string>> outer;
+      for (char** e = environ; e && *e; ++e) {
+        std::string kv = *e;
+        auto eq = kv.find('=');
+        if (kv.rfind("SLURM_", 0) == 0 && eq != std::string::npos) outer.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+      }
+      for (auto& [k, v] : outer) ::setenv(("MJ_OUTER_" + k).c_str(), v.c_str(), 1);
+      for (auto& [k, v] : slurm_env) ::setenv((std::string("MJ_JOBENV_") + k).c_str(), v.c_str(), 1);
+    } else {
+      for (auto& [k, v] : slurm_env) ::setenv(k, v.c_str(), 1);
+    }
     std::vector<std::string> args;
     if (cfg.launcher == "srun") {
       const char* sj = std::getenv("SLURM_JOB_ID");
       args = {"srun", "--overlap", "-N1", "-n1", "-w", hosts.empty() ? "" : hosts[0],
               "-J", "mj" + std::to_string(cfg.job_id), "--export=ALL", "--kill-on-bad-exit=1"};
       if (sj) args.insert(args.begin() + 1, std::string("--jobid=") + sj);
+      if (::access((shim + "/mj-step-env").c_str(), X_OK) == 0) args.push_back(shim + "/mj-step-env");
     }
     if (job->script.rfind("#!", 0) != 0) args.push_back("/bin/sh");
     args.push_back(script);
