@@ -1,9 +1,11 @@
 // mjcontrol — hold, release and show jobs, like scontrol (mjcontrol(1)).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "dynres/hostlist.hpp"
 #include "dynres/jobsel.hpp"
 #include "dynres/jobspec.hpp"
 #include "dynres/paths.hpp"
@@ -19,6 +21,11 @@ int main(int argc, char** argv) {
   hold->add_option("job_ids", hold_ids, "job ids, comma separated")->required();
   auto* release = app.add_subcommand("release", "release held jobs");
   release->add_option("job_ids", release_ids, "job ids, comma separated")->required();
+  std::string upd_what, upd_nodes, upd_setting;
+  auto* update = app.add_subcommand("update", "change nodes: update node NODELIST|ALL cpus=N");
+  update->add_option("entity", upd_what, "what to change: node")->required()->check(CLI::IsMember({"node", "nodes"}));
+  update->add_option("nodelist", upd_nodes, "nodes, e.g. n[1-4], or ALL")->required();
+  update->add_option("setting", upd_setting, "cpus=N: CPUs per node")->required();
   auto* show = app.add_subcommand("show", "show jobs in detail: show job [ID]");
   show->add_option("entity", show_what, "what to show: job")->required()->check(CLI::IsMember({"job", "jobs"}));
   show->add_option("job_id", show_id, "job id (default: every pending or running job)");
@@ -27,6 +34,22 @@ int main(int argc, char** argv) {
   try {
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
+    if (update->parsed()) {
+      std::string key = upd_setting.substr(0, upd_setting.find('='));
+      for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string val = upd_setting.find('=') == std::string::npos ? "" : upd_setting.substr(upd_setting.find('=') + 1);
+      if (key != "cpus") throw std::invalid_argument("update node: unknown setting '" + upd_setting + "' (cpus=N)");
+      if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
+        throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");
+      struct stat sb {};
+      if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
+        throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
+      std::vector<std::string> names;
+      if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
+      int n = st.set_node_cpus(names, std::stoi(val));
+      std::cout << "mjcontrol: " << n << " node(s) now have " << val << " CPUs\n";
+      return 0;
+    }
     if (show->parsed()) {
       std::vector<dynres::JobRecord> jobs;
       if (!show_id.empty()) {

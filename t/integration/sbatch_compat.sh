@@ -12,6 +12,9 @@
 #   --dependency: after, afterok, afternotok (never satisfied once the job
 #     completed: DependencyNeverSatisfied, stays pending), afterany,
 #     singleton; unknown job, unknown type and '?' refused;
+#   tasks (nodes of 4 CPUs): -n 6 -> 2 nodes, -n 6 -c 2 -> 3 nodes,
+#     --ntasks-per-node 2 -N 3 -> 6 tasks; SLURM_NTASKS reaches the job and
+#     `srun cmd` runs that many tasks; impossible combinations refused;
 #   job environment: SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_SUBMIT_DIR,
 #     SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST, SLURM_NTASKS describe the dynres
 #     job; `srun -n 3 cmd` runs 3 local copies with SLURM_PROCID 0..2, plain
@@ -24,7 +27,7 @@ C=$T_TMP/cluster
 W=$T_TMP/work
 mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
-boot_cluster "$C" 4 --tick 0.2 --kill-wait 1
+boot_cluster "$C" 4 --tick 0.2 --kill-wait 1 --cpus-per-node 4
 
 # ---- precedence, -t 0
 write_script "$W/range.sh" '#!/bin/bash' '#SBATCH -N 2-8' '#SBATCH -J fromscript -t 10' '#SBATCH -o range-%j.out' \
@@ -114,6 +117,36 @@ assert_file_content "$W/env.out" "id=$EJ name=envjob nodes=2 list=$NL ntasks=2
 submit=$W
 p0/3 p1/3 p2/3 
 d0 d1 " "SLURM_* describe the dynres job; srun -n 3 and plain srun run local tasks"
+
+# ---- tasks and CPUs
+assert_eq "4 4 4 4" "$(sq "$C" "SELECT cpus FROM nodes ORDER BY id" | xargs)" "vcluster-boot --cpus-per-node 4"
+write_script "$W/tasks.sh" '#!/bin/bash' 'echo "$SLURM_JOB_NUM_NODES $SLURM_NTASKS $MJ_NTASKS $SLURM_CPUS_PER_TASK $SLURM_CPUS_ON_NODE"' \
+  'srun bash -c '"'"'echo "t$SLURM_PROCID"'"'"' | wc -l'
+tasks_case() {  # OPTIONS... -> "kind nodes ntasks" and the job's output
+  local id
+  id=$(mjsub --parsable -o "tasks-%j.out" "$@" tasks.sh) || { echo "mjsub $* failed"; return; }
+  wait_state 20 "$C" "$id" COMPLETED >/dev/null
+  echo "$(sq "$C" "SELECT kind, req_nodes, ntasks FROM jobs WHERE id=$id" | tr '|' ' ') / $(tr '\n' ' ' <"$W/tasks-$id.out")"
+}
+assert_eq "rigid 2 6 / 2 6 6 1 4 6 " "$(tasks_case -n 6)" "-n 6 on 4-CPU nodes: 2 nodes, 6 tasks, srun runs 6"
+assert_eq "rigid 3 6 / 3 6 6 2 4 6 " "$(tasks_case -n 6 -c 2)" "-n 6 -c 2: 3 nodes"
+assert_eq "rigid 3 6 / 3 6 6 1 4 6 " "$(tasks_case --ntasks-per-node 2 -N 3)" "--ntasks-per-node 2 -N 3: 6 tasks"
+assert_eq "rigid 2 0 / 2 2 2 1 4 2 " "$(tasks_case -N 2)" "-N 2 alone: one task per node"
+before=$(state_digest "$C")
+for args in "-c 5|--cpus-per-task (5) is more than the CPUs of a node (4)" \
+  "-n 9 -N 2|--ntasks (9) does not fit on --nodes (2)" "-n 2 -N 3|fewer tasks than --nodes (3)" \
+  "--ntasks-per-node 3 -c 2|--ntasks-per-node (3) x --cpus-per-task (2)" "-n 4 -N 1-2|not a node range" \
+  "-n 17|needs 5 nodes of 4 CPUs" "-n 0|--ntasks: invalid task count '0'" "-c x|--cpus-per-task: invalid CPU count 'x'"; do
+  # shellcheck disable=SC2086
+  t_run mjsub ${args%%|*} tasks.sh
+  assert_ne 0 "$T_RC" "mjsub ${args%%|*} refused"
+  assert_contains "$T_ERR" "${args#*|}" "mjsub ${args%%|*} says why"
+done
+t_run mjcontrol update node n9 cpus=2
+assert_contains "$T_ERR" "no node named 'n9'" "update of an unknown node"
+t_run mjcontrol update node ALL cpus=0
+assert_contains "$T_ERR" "invalid CPU count '0'" "update with 0 CPUs"
+assert_eq "$before" "$(state_digest "$C")" "refused task requests and node updates changed nothing"
 
 # ---- --dependency
 write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'

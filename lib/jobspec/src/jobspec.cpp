@@ -35,6 +35,9 @@ const std::vector<OptionDef>& job_options() {
        "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
+      {{"-n", "--ntasks"}, true, "number of tasks; without -N the node count follows from the nodes' CPUs"},
+      {{"--ntasks-per-node"}, true, "tasks per node (at most the node's CPUs / --cpus-per-task)"},
+      {{"-c", "--cpus-per-task"}, true, "CPUs per task (default 1)"},
       {{"--wrap"}, true, "run this shell command as the job (/bin/sh -c; no script file, command line only)"},
   };
   return opts;
@@ -42,9 +45,6 @@ const std::vector<OptionDef>& job_options() {
 
 const std::vector<OptionDef>& ignored_sbatch_options() {
   static const std::vector<OptionDef> opts = {
-      {{"-n", "--ntasks"}, true, "accepted for sbatch compatibility; no effect"},
-      {{"--ntasks-per-node"}, true, "accepted for sbatch compatibility; no effect"},
-      {{"-c", "--cpus-per-task"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-p", "--partition"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-A", "--account"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-q", "--qos"}, true, "accepted for sbatch compatibility; no effect"},
@@ -75,6 +75,13 @@ int parse_count(const std::string& opt, const std::string& v) {
   int n = std::stoi(v);
   if (n < 1) throw SpecError(opt + ": node count must be at least 1, got '" + v + "'");
   return n;
+}
+
+int parse_positive(const std::string& opt, const std::string& v, const std::string& what) {
+  if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+      std::stoi(v) < 1)
+    throw SpecError(opt + ": invalid " + what + " '" + v + "' (a whole number >= 1)");
+  return std::stoi(v);
 }
 
 double parse_watts(const std::string& opt, const std::string& v) {
@@ -183,6 +190,12 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.export_env = u == "ALL";
   } else if (key == "--wrap") {
     s.wrap = v;
+  } else if (key == "--ntasks") {
+    s.ntasks = parse_positive(key, v, "task count");
+  } else if (key == "--ntasks-per-node") {
+    s.ntasks_per_node = parse_positive(key, v, "task count");
+  } else if (key == "--cpus-per-task") {
+    s.cpus_per_task = parse_positive(key, v, "CPU count");
   } else if (key == "--dependency") {
     s.dependency = format_dependency(parse_dependency(v));
   } else if (key == "--hold") {
@@ -389,6 +402,9 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.wrap, c.wrap);
   take(s.begin, c.begin);
   take(s.dependency, c.dependency);
+  take(s.ntasks, c.ntasks);
+  take(s.ntasks_per_node, c.ntasks_per_node);
+  take(s.cpus_per_task, c.cpus_per_task);
   s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
   return s;
@@ -407,7 +423,7 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
 }
 
 JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_text,
-                      const std::string& default_name, const std::string& cwd) {
+                      const std::string& default_name, const std::string& cwd, int cpus_per_node) {
   using namespace sched;
   JobRecord j;
   j.name = s.name.value_or(default_name);
@@ -418,6 +434,36 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   bool range = s.min_nodes || s.max_nodes;
   if (s.rigid && range) throw SpecError("--rigid: conflicts with a node range (--min-nodes/--max-nodes or -N MIN-MAX)");
   if (cluster < 1) throw SpecError("the cluster has no usable nodes");
+  // tasks and CPUs (sbatch -n, --ntasks-per-node, -c)
+  const int P = std::max(1, cpus_per_node), C = s.cpus_per_task.value_or(1);
+  const std::string per_node = " CPUs of a node (" + std::to_string(P) + ")";
+  if (C > P) throw SpecError("--cpus-per-task (" + std::to_string(C) + ") is more than the" + per_node);
+  if (s.ntasks_per_node && *s.ntasks_per_node * C > P)
+    throw SpecError("--ntasks-per-node (" + std::to_string(*s.ntasks_per_node) + ") x --cpus-per-task (" +
+                    std::to_string(C) + ") is more than the" + per_node);
+  const int tpn = s.ntasks_per_node.value_or(P / C);
+  if (range && (s.ntasks || s.ntasks_per_node))
+    throw SpecError("--ntasks/--ntasks-per-node need a fixed node count, not a node range");
+  std::optional<int> task_nodes;  // node count that follows from the tasks
+  int ntasks = 0;
+  if (s.ntasks) {
+    ntasks = *s.ntasks;
+    if (s.nodes) {
+      if (ntasks > *s.nodes * tpn)
+        throw SpecError("--ntasks (" + std::to_string(ntasks) + ") does not fit on --nodes (" +
+                        std::to_string(*s.nodes) + ") with " + std::to_string(tpn) + " task(s) per node");
+      if (ntasks < *s.nodes)
+        throw SpecError("--ntasks (" + std::to_string(ntasks) + ") is fewer tasks than --nodes (" +
+                        std::to_string(*s.nodes) + ")");
+    } else {
+      task_nodes = (ntasks + tpn - 1) / tpn;
+    }
+  } else if (s.ntasks_per_node) {
+    ntasks = s.nodes.value_or(1) * *s.ntasks_per_node;
+  }
+  j.ntasks = ntasks;
+  j.ntasks_per_node = s.ntasks_per_node.value_or(0);
+  j.cpus_per_task = C;
   if (range) {
     j.kind = "moldable";
     j.min_nodes = s.min_nodes.value_or(1);
@@ -436,9 +482,11 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
     j.req_nodes = std::min(j.req_nodes, j.max_nodes);
   } else {
     j.kind = "rigid";
-    j.req_nodes = j.min_nodes = j.max_nodes = s.nodes.value_or(1);
+    j.req_nodes = j.min_nodes = j.max_nodes = task_nodes.value_or(s.nodes.value_or(1));
     if (j.req_nodes > cluster)
-      throw SpecError("--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (" +
+      throw SpecError((task_nodes ? "--ntasks (" + std::to_string(ntasks) + ") needs " + std::to_string(*task_nodes) +
+                                        " nodes of " + std::to_string(P) + " CPUs, more than the cluster has ("
+                                  : "--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (") +
                       std::to_string(cluster) + ")");
   }
   if (largest_admissible(*c, j.min_nodes, j.max_nodes) == 0)

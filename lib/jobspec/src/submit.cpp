@@ -45,7 +45,7 @@ JobRecord submit_job(const SubmitRequest& req) {
   JobSpec spec = merge_specs(script_spec, cli);  // command line wins, field by field
 
   State st(state_path(req.home));
-  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
+  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
   if (!j.dependency.empty())
     for (auto& d : parse_dependency(j.dependency))
       for (auto id : d.jobs)
@@ -101,6 +101,9 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
   o["held"] = j.held;
   o["dependency"] = j.dependency;
+  o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;
+  o["ntasks_per_node"] = j.ntasks_per_node ? nlohmann::json(j.ntasks_per_node) : nlohmann::json(nullptr);
+  o["cpus_per_task"] = j.cpus_per_task;
   o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
   return o;
 }

@@ -276,8 +276,12 @@ int run_step(const StepConfig& cfg, int go_fd) {
   if (!job || job->state != kRunning || job->supervisor_pid.value_or(-1) != ::getpid()) return 0;  // not ours
 
   std::vector<std::string> names, hosts;
+  int node_cpus = 0;
   for (auto& n : st.nodes())
-    if (n.job_id == cfg.job_id) names.push_back(n.name), hosts.push_back(n.host);
+    if (n.job_id == cfg.job_id) {
+      names.push_back(n.name), hosts.push_back(n.host);
+      node_cpus = node_cpus ? std::min(node_cpus, n.cpus) : n.cpus;
+    }
   std::string spool = spool_dir(cfg.home);
   ::mkdir(spool.c_str(), 0700);
   std::string script = spool_file(cfg.home, cfg.job_id, "sh");
@@ -350,11 +354,15 @@ int run_step(const StepConfig& cfg, int go_fd) {
     // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
     // first on PATH so that `srun` inside the job runs on the job's nodes.
     const std::string nn = std::to_string(names.size()), id = std::to_string(cfg.job_id);
-    const std::vector<std::pair<const char*, std::string>> slurm_env = {
+    const std::string nt = std::to_string(job->ntasks ? job->ntasks : static_cast<int>(names.size()));
+    ::setenv("MJ_NTASKS", nt.c_str(), 1);
+    std::vector<std::pair<const char*, std::string>> slurm_env = {
         {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
         {"SLURM_SUBMIT_DIR", submit_dir}, {"SLURM_JOB_NUM_NODES", nn}, {"SLURM_NNODES", nn},
-        {"SLURM_JOB_NODELIST", job->nodelist}, {"SLURM_NODELIST", job->nodelist}, {"SLURM_NTASKS", nn},
-        {"SLURM_NPROCS", nn}};
+        {"SLURM_JOB_NODELIST", job->nodelist}, {"SLURM_NODELIST", job->nodelist}, {"SLURM_NTASKS", nt},
+        {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
+        {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
+    if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
     std::string shim = self_dir() + "/../share/dynres/shim";
     if (::access((shim + "/srun").c_str(), X_OK) == 0) {
       const char* path = std::getenv("PATH");

@@ -76,6 +76,11 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0; ALTER TABLE jobs ADD COLUMN begin_time REAL",
     // 7: sbatch --dependency, normalized (e.g. "afterok:12:13,singleton"); '' = none
     "ALTER TABLE jobs ADD COLUMN dependency TEXT NOT NULL DEFAULT ''",
+    // 8: CPUs per node, and the job's tasks (sbatch -n, --ntasks-per-node, -c); ntasks 0 = one per node
+    "ALTER TABLE nodes ADD COLUMN cpus INTEGER NOT NULL DEFAULT 1 CHECK(cpus >= 1);"
+    "ALTER TABLE jobs ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN ntasks_per_node INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cpus_per_task INTEGER NOT NULL DEFAULT 1",
 };
 
 std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
@@ -96,7 +101,8 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
+    "ntasks,ntasks_per_node,cpus_per_task";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -132,6 +138,9 @@ JobRecord job_from_row(const Stmt& s) {
   j.held = s.i64(29) != 0;
   j.begin_time = s.opt_f64(30);
   j.dependency = s.text(31);
+  j.ntasks = static_cast<int>(s.i64(32));
+  j.ntasks_per_node = static_cast<int>(s.i64(33));
+  j.cpus_per_task = static_cast<int>(s.i64(34));
   return j;
 }
 
@@ -153,8 +162,8 @@ void State::register_nodes(const std::vector<std::pair<std::string, std::string>
 
 std::vector<NodeRecord> State::nodes() {
   std::vector<NodeRecord> out;
-  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0) FROM nodes ORDER BY id");
-  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4)});
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus FROM nodes ORDER BY id");
+  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5))});
   return out;
 }
 
@@ -164,13 +173,40 @@ int State::usable_node_count() {
   return static_cast<int>(s.i64(0));
 }
 
+int State::node_cpus() {
+  Stmt s(db_, "SELECT COALESCE(MIN(cpus), 1) FROM nodes WHERE state != 'down'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
+  if (cpus < 1) throw DbError("CPUs per node must be at least 1, got " + std::to_string(cpus));
+  int n = 0;
+  db_.write_tx([&] {
+    Stmt up(db_, names.empty() ? "UPDATE nodes SET cpus=?" : "UPDATE nodes SET cpus=? WHERE name=?");
+    if (names.empty()) {
+      up.bind(1, cpus).run();
+      n = db_.changes();
+      return;
+    }
+    for (auto& name : names) {
+      up.bind(1, cpus).bind(2, name).run();
+      if (db_.changes() == 0) throw DbError("no node named '" + name + "'");
+      ++n;
+      up.reset();
+    }
+  });
+  return n;
+}
+
 int64_t State::submit(JobRecord j) {
   int64_t id = 0;
   db_.write_tx([&] {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency) VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -180,6 +216,7 @@ int64_t State::submit(JobRecord j) {
                                                                            : "None";
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
+    s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task);
     s.run();
     id = db_.last_insert_id();
     Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");

@@ -35,6 +35,7 @@ struct JobSpec {
   bool hold = false;               ///< --hold: submitted held (mjcontrol release)
   std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
   std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
+  std::optional<int> ntasks, ntasks_per_node, cpus_per_task;  ///< -n, --ntasks-per-node, -c
 };
 
 /// One condition of sbatch --dependency.
@@ -121,8 +122,15 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 /// min power > max power.
 /// Kinds: a node range (--min-nodes/--max-nodes or -N a-b) makes the job
 /// moldable; --rigid or no range makes it rigid.
+///
+/// Tasks (sbatch): with P = cpus_per_node CPUs per node and C =
+/// --cpus-per-task (default 1), a node runs T = --ntasks-per-node tasks
+/// (default floor(P / C)); -n K without -N asks for ceil(K / T) nodes
+/// (rigid); with -N N, K must lie in [N, N*T]; --ntasks-per-node T with -N N
+/// (default 1) gives K = N*T. Refused: C > P, T*C > P, tasks with a node
+/// range. ntasks 0 in the record means one task per node.
 JobRecord resolve_job(const JobSpec& spec, int cluster_nodes, const std::string& script_text,
-                      const std::string& default_name, const std::string& cwd);
+                      const std::string& default_name, const std::string& cwd, int cpus_per_node = 1);
 
 }  // namespace dynres
 

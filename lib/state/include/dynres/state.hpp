@@ -34,6 +34,7 @@ struct NodeRecord {
   std::string host;   ///< real host for the srun launcher (== name inside Slurm)
   std::string state;  ///< "up" | "down" | "drain"
   int64_t job_id = 0; ///< job holding the node, 0 when idle
+  int cpus = 1;       ///< CPUs of the node (vcluster-boot --cpus-per-node)
 };
 
 struct JobRecord {
@@ -63,6 +64,9 @@ struct JobRecord {
   bool held = false;                 ///< sbatch --hold / mjcontrol hold: not scheduled until released
   std::optional<double> begin_time;  ///< sbatch --begin: not scheduled before this time
   std::string dependency;            ///< sbatch --dependency, normalized; "" = none
+  int ntasks = 0;                    ///< sbatch -n (0: one task per node)
+  int ntasks_per_node = 0;           ///< sbatch --ntasks-per-node (0: not given)
+  int cpus_per_task = 1;             ///< sbatch -c
 };
 
 struct AllocationRecord {
@@ -87,6 +91,13 @@ class State {
   std::vector<NodeRecord> nodes();
   /// Number of nodes that are not down (what a job may ask for at most).
   int usable_node_count();
+  /// CPUs per node a job can count on: the smallest CPU count of the nodes
+  /// that are not down (1 when there is none).
+  int node_cpus();
+  /// Set the CPU count of the named nodes (all when names is empty) in one
+  /// transaction. Returns the nodes changed. Throws DbError for an unknown
+  /// node or cpus < 1 (nothing changed).
+  int set_node_cpus(const std::vector<std::string>& names, int cpus);
 
   // ---- jobs --------------------------------------------------------------
   /// Insert a PENDING job and a "submit" event in one transaction; fills
