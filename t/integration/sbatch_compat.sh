@@ -15,6 +15,9 @@
 #   tasks (nodes of 4 CPUs): -n 6 -> 2 nodes, -n 6 -c 2 -> 3 nodes,
 #     --ntasks-per-node 2 -N 3 -> 6 tasks; SLURM_NTASKS reaches the job and
 #     `srun cmd` runs that many tasks; impossible combinations refused;
+#   script arguments, -W (exit status of the job), --export=VAR,VAR=value,
+#     SBATCH_* input variables (over the script, under the command line),
+#     output patterns %u %A %a %5j %N;
 #   job environment: SLURM_JOB_ID, SLURM_JOB_NAME, SLURM_SUBMIT_DIR,
 #     SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST, SLURM_NTASKS describe the dynres
 #     job; `srun -n 3 cmd` runs 3 local copies with SLURM_PROCID 0..2, plain
@@ -147,6 +150,27 @@ assert_contains "$T_ERR" "no node named 'n9'" "update of an unknown node"
 t_run mjcontrol update node ALL cpus=0
 assert_contains "$T_ERR" "invalid CPU count '0'" "update with 0 CPUs"
 assert_eq "$before" "$(state_digest "$C")" "refused task requests and node updates changed nothing"
+
+# ---- script arguments, -W, --export lists, SBATCH_*, output patterns
+write_script "$W/args.sh" '#!/bin/bash' '#SBATCH -J scriptname' \
+  'echo "$# [$1] [$2] FOO=${FOO:-unset} BAR=${BAR:-unset} HOME=${HOME:-unset}"' 'exit ${EXIT:-0}'
+t_run env FOO=1 BAR=2 EXIT=3 mjsub -W -o args-%j.out --export=FOO,BAR=7,EXIT args.sh "x y" -N 2
+assert_eq 3 "$T_RC" "mjsub -W exits with the job's exit code"
+AR=${T_OUT##* }
+assert_file_content "$W/args-$AR.out" "3 [x y] [-N] FOO=1 BAR=7 HOME=unset" \
+  "script arguments (options after the script are its own); --export=FOO,BAR=7 passes only those"
+t_run env SBATCH_JOB_NAME=envname SBATCH_TIMELIMIT=7 mjsub --parsable -t 9 args.sh
+EN=$T_OUT
+assert_eq "envname 540" "$(sq "$C" "SELECT name, time_limit FROM jobs WHERE id=$EN" | tr '|' ' ')" \
+  "SBATCH_JOB_NAME over #SBATCH -J; -t over SBATCH_TIMELIMIT"
+t_run env SBATCH_TIMELIMIT=bogus mjsub args.sh
+assert_contains "$T_ERR" "SBATCH_TIMELIMIT" "a bad SBATCH_* value names the variable"
+t_run mjsub -W -o 'pat-%u-%A-%a-%5j-%N.out' args.sh
+PJ=${T_OUT##* }
+assert_eq 0 "$T_RC" "mjsub -W of a job that exits 0"
+PN=$(job_col "$C" "$PJ" nodelist)
+assert_eq 1 "$(ls "$W/pat-$(id -un)-$PJ-4294967294-$(printf '%05d' "$PJ")-$PN.out" 2>/dev/null | wc -l)" \
+  "output pattern %u-%A-%a-%5j-%N"
 
 # ---- --dependency
 write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'

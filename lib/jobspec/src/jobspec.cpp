@@ -30,9 +30,12 @@ const std::vector<OptionDef>& job_options() {
       {{"--min-power"}, true, "lowest power per node the job draws, watts"},
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
-      {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
+      {{"--export"}, true,
+       "ALL (default): the submitter's environment; NONE: the scheduler's; [ALL,]VAR[=value],...: "
+       "only (or also) these variables"},
       {{"-d", "--dependency"}, true,
        "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
+      {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code (command line only)"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
       {{"-n", "--ntasks"}, true, "number of tasks; without -N the node count follows from the nodes' CPUs"},
@@ -186,10 +189,32 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   } else if (key == "--export") {
     std::string u = v;
     for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (u != "ALL" && u != "NONE") throw SpecError("--export: only ALL or NONE are supported, got '" + v + "'");
-    s.export_env = u == "ALL";
+    s.export_vars.clear();
+    if (u == "ALL" || u == "NONE") {
+      s.export_env = u == "ALL";
+    } else {  // [ALL,]VAR[=value],...
+      std::stringstream ss(v);
+      bool all = false;
+      for (std::string w; std::getline(ss, w, ',');) {
+        std::string uw = w;
+        for (auto& c : uw) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (uw == "ALL") {
+          all = true;
+          continue;
+        }
+        std::string name = w.substr(0, w.find('='));
+        bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+        if (!ok) throw SpecError("--export: invalid variable name '" + name + "' in '" + v + "'");
+        if (uw == "NONE") throw SpecError("--export: NONE cannot be combined with variables");
+        s.export_vars.push_back(w);
+      }
+      s.export_env = all;
+    }
   } else if (key == "--wrap") {
     s.wrap = v;
+  } else if (key == "--wait") {
+    if (!v.empty()) throw SpecError("--wait takes no value");
   } else if (key == "--ntasks") {
     s.ntasks = parse_positive(key, v, "task count");
   } else if (key == "--ntasks-per-node") {
@@ -399,6 +424,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.min_power, c.min_power);
   take(s.max_power, c.max_power);
   take(s.export_env, c.export_env);
+  if (c.export_env) s.export_vars = c.export_vars;
   take(s.wrap, c.wrap);
   take(s.begin, c.begin);
   take(s.dependency, c.dependency);
@@ -412,8 +438,9 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
 
 void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
   for (auto& d : ds) {
-    if (d.name == "--wrap")
-      throw SpecError("line " + std::to_string(d.line) + ": '" + d.text + "': --wrap is only valid on the command line");
+    if (d.name == "--wrap" || d.name == "-W" || d.name == "--wait")
+      throw SpecError("line " + std::to_string(d.line) + ": '" + d.text + "': " + d.name +
+                      " is only valid on the command line");
     try {
       apply_option(spec, d.name, d.value);
     } catch (const SpecError& e) {

@@ -1,9 +1,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include "dynres/jobspec.hpp"
@@ -42,7 +46,17 @@ JobRecord submit_job(const SubmitRequest& req) {
 
   JobSpec script_spec;
   if (!cli.wrap) apply_directives(script_spec, parse_directives(text));
-  JobSpec spec = merge_specs(script_spec, cli);  // command line wins, field by field
+  JobSpec env_spec;  // SBATCH_* input variables: over the script, under the command line
+  for (auto& [var, opt] : sbatch_input_variables()) {
+    const char* v = std::getenv(var.c_str());
+    if (!v || opt.empty()) continue;
+    try {
+      apply_option(env_spec, opt, v);
+    } catch (const SpecError& e) {
+      throw SpecError(var + ": " + e.what());
+    }
+  }
+  JobSpec spec = merge_specs(merge_specs(script_spec, env_spec), cli);  // command line wins, field by field
 
   State st(state_path(req.home));
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
@@ -50,20 +64,67 @@ JobRecord submit_job(const SubmitRequest& req) {
     for (auto& d : parse_dependency(j.dependency))
       for (auto id : d.jobs)
         if (!st.job(id)) throw SpecError("--dependency: job " + std::to_string(id) + " does not exist");
-  if (spec.export_env.value_or(true)) {  // sbatch --export=ALL: the job runs in the submitter's environment
+  if (spec.export_env.value_or(true) || !spec.export_vars.empty()) {
+    // sbatch --export=ALL: the job runs in the submitter's environment;
+    // --export=VAR,...: only these variables (plus ALL when listed)
     nlohmann::json env = nlohmann::json::object();
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;
       auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (eq == std::string::npos) continue;
+      std::string name = kv.substr(0, eq);
+      bool listed = spec.export_env.value_or(true);
+      for (auto& w : spec.export_vars)
+        if (w == name) listed = true;
+      if (listed) env[name] = kv.substr(eq + 1);
     }
+    for (auto& w : spec.export_vars)
+      if (w.find('=') != std::string::npos) env[w.substr(0, w.find('='))] = w.substr(w.find('=') + 1);
     // variables that are not valid UTF-8 get U+FFFD instead of failing the submission
     j.env = env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
+  if (!req.args.empty()) j.args = nlohmann::json(req.args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   j.submit_time = now_seconds();
   j.id = st.submit(j);
   proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
   return *st.job(j.id);
+}
+
+const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"SBATCH_JOB_NAME", "--job-name"}, {"SBATCH_TIMELIMIT", "--time"}, {"SBATCH_OUTPUT", "--output"},
+      {"SBATCH_ERROR", "--error"},       {"SBATCH_EXPORT", "--export"},  {"SBATCH_ACCOUNT", ""},
+      {"SBATCH_PARTITION", ""},          {"SBATCH_QOS", ""}};
+  return v;
+}
+
+int script_position(int argc, char** argv, const std::vector<std::string>& extra_valued) {
+  std::set<std::string> valued(extra_valued.begin(), extra_valued.end());
+  for (auto* list : {&job_options(), &ignored_sbatch_options()})
+    for (auto& o : *list)
+      if (o.takes_value) valued.insert(o.names.begin(), o.names.end());
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") return i + 1 < argc ? i + 1 : 0;
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.rfind("--", 0) == 0 ? a.find('=') == std::string::npos && valued.count(a)
+                                : a.size() == 2 && valued.count(a))
+        ++i;  // its value
+      continue;
+    }
+    return i;  // the script (or "-")
+  }
+  return 0;
+}
+
+int wait_for_job(const std::string& home, int64_t id, double poll_s) {
+  State st(state_path(home));
+  for (;;) {
+    auto j = st.job(id);
+    if (!j) throw DbError("job " + std::to_string(id) + " vanished from the state file");
+    if (is_final_state(j->state)) return j->state == kCompleted ? 0 : (j->exit_code && *j->exit_code ? *j->exit_code : 1);
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
 }
 
 HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold) {

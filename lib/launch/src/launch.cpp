@@ -297,6 +297,13 @@ int run_step(const StepConfig& cfg, int go_fd) {
     std::string hl;
     for (auto& h : hosts) hl += h + "\n";
     write_file(nodefile, hl, 0644);
+    // %N (sbatch: the first node of the job) is known only now
+    auto with_node = [&](std::string p) {
+      for (size_t k; (k = p.find("%N")) != std::string::npos;) p.replace(k, 2, names.empty() ? "" : names[0]);
+      return p;
+    };
+    job->stdout_path = with_node(job->stdout_path);
+    job->stderr_path = with_node(job->stderr_path);
     out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open output " + job->stdout_path + ": " + std::strerror(errno));
     if (job->stderr_path == job->stdout_path) {
@@ -393,6 +400,14 @@ int run_step(const StepConfig& cfg, int go_fd) {
     }
     if (job->script.rfind("#!", 0) != 0) args.push_back("/bin/sh");
     args.push_back(script);
+    if (!job->args.empty()) {  // mjsub SCRIPT ARGS...
+      try {
+        for (auto& a : nlohmann::json::parse(job->args)) args.push_back(a.get<std::string>());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mjstepd: job %lld: bad script arguments: %s\n", (long long)cfg.job_id, e.what());
+        ::_exit(1);
+      }
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

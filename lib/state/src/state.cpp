@@ -1,5 +1,8 @@
 #include "dynres/state.hpp"
 
+#include <pwd.h>
+
+#include <cctype>
 #include <set>
 
 #include "dynres/hostlist.hpp"
@@ -81,16 +84,47 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN ntasks_per_node INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN cpus_per_task INTEGER NOT NULL DEFAULT 1",
+    // 9: arguments of the job script (mjsub SCRIPT ARGS...), a JSON array of strings; '' = none
+    "ALTER TABLE jobs ADD COLUMN args TEXT NOT NULL DEFAULT ''",
 };
 
-std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
+std::string user_of(int64_t uid) {
+  struct passwd pw, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &res) == 0 && res) return res->pw_name;
+  return std::to_string(uid);
+}
+
+// sbatch filename patterns known at submission: %j and %A (job id), %a
+// (array index: 4294967294 outside an array, as Slurm), %x (name), %u
+// (user), %% ; a width (%5j) zero-pads numbers. %N (first node) is left for
+// the supervisor, which knows the nodes.
+std::string expand_pattern(std::string p, int64_t id, const std::string& name, int64_t uid) {
   std::string out;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == '%' && i + 1 < p.size()) {
-      char c = p[i + 1];
-      if (c == 'j') { out += std::to_string(id); ++i; continue; }
-      if (c == 'x') { out += name; ++i; continue; }
-      if (c == '%') { out += '%'; ++i; continue; }
+      size_t k = i + 1;
+      int width = 0;
+      while (k < p.size() && std::isdigit(static_cast<unsigned char>(p[k])) && width < 100) width = width * 10 + (p[k++] - '0');
+      if (k < p.size()) {
+        char c = p[k];
+        auto num = [&](const std::string& v) {
+          return static_cast<int>(v.size()) < width ? std::string(width - v.size(), '0') + v : v;
+        };
+        std::string rep;
+        bool known = true;
+        if (c == 'j' || c == 'A') rep = num(std::to_string(id));
+        else if (c == 'a') rep = num("4294967294");
+        else if (c == 'x') rep = name;
+        else if (c == 'u') rep = user_of(uid);
+        else if (c == '%' && width == 0) rep = "%";
+        else known = false;
+        if (known) {
+          out += rep;
+          i = k;
+          continue;
+        }
+      }
     }
     out += p[i];
   }
@@ -102,7 +136,7 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task";
+    "ntasks,ntasks_per_node,cpus_per_task,args";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -141,6 +175,7 @@ JobRecord job_from_row(const Stmt& s) {
   j.ntasks = static_cast<int>(s.i64(32));
   j.ntasks_per_node = static_cast<int>(s.i64(33));
   j.cpus_per_task = static_cast<int>(s.i64(34));
+  j.args = s.text(35);
   return j;
 }
 
@@ -205,8 +240,8 @@ int64_t State::submit(JobRecord j) {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -216,11 +251,11 @@ int64_t State::submit(JobRecord j) {
                                                                            : "None";
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
-    s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task);
+    s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
     s.run();
     id = db_.last_insert_id();
     Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");
-    u.bind(1, expand_pattern(j.stdout_path, id, j.name)).bind(2, expand_pattern(j.stderr_path, id, j.name));
+    u.bind(1, expand_pattern(j.stdout_path, id, j.name, j.uid)).bind(2, expand_pattern(j.stderr_path, id, j.name, j.uid));
     u.bind(3, id).run();
     event(j.submit_time, id, "submit", "");
   });

@@ -36,6 +36,7 @@ struct JobSpec {
   std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
   std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
   std::optional<int> ntasks, ntasks_per_node, cpus_per_task;  ///< -n, --ntasks-per-node, -c
+  std::vector<std::string> export_vars;  ///< --export=[ALL,]VAR[=value],...: the listed variables
 };
 
 /// One condition of sbatch --dependency.
@@ -142,7 +143,25 @@ struct SubmitRequest {
   std::string script_path;  ///< "" or "-" = standard input
   std::vector<std::pair<std::string, std::string>> options;  ///< command line, applied after directives
   std::string cwd;          ///< submitter's working directory
+  std::vector<std::string> args;  ///< arguments of the script (after its name)
 };
+
+/// sbatch's input environment variables that mjsub honours, as options:
+/// SBATCH_JOB_NAME (-J), SBATCH_TIMELIMIT (-t), SBATCH_OUTPUT (-o),
+/// SBATCH_ERROR (-e), SBATCH_EXPORT (--export); SBATCH_ACCOUNT,
+/// SBATCH_PARTITION and SBATCH_QOS are accepted and ignored. They override
+/// the script's directives and are overridden by the command line.
+const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables();
+
+/// Index in argv of the job script of an mjsub command line: the first word
+/// that is neither an option nor an option's value (value-taking options:
+/// those of job_options() and ignored_sbatch_options() that take one, plus
+/// extra_valued), or the word after "--". 0 when there is none.
+int script_position(int argc, char** argv, const std::vector<std::string>& extra_valued);
+
+/// sbatch -W: wait until job id has ended; returns its exit code (0 for
+/// COMPLETED; the job's exit code, or 1 when it has none, otherwise).
+int wait_for_job(const std::string& home, int64_t id, double poll_s = 0.2);
 
 /// Read the script, apply its directives then the command-line options,
 /// validate against the cluster, and record the job as PENDING in one

@@ -67,6 +67,7 @@ struct JobRecord {
   int ntasks = 0;                    ///< sbatch -n (0: one task per node)
   int ntasks_per_node = 0;           ///< sbatch --ntasks-per-node (0: not given)
   int cpus_per_task = 1;             ///< sbatch -c
+  std::string args;                  ///< script arguments, JSON array of strings; "" = none
 };
 
 struct AllocationRecord {
