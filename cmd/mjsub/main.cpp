@@ -2,9 +2,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <ctime>
 #include <iostream>
 
+#include "dynres/config.hpp"
 #include "dynres/jobspec.hpp"
+#include "dynres/schedd.hpp"
 #include "dynres/paths.hpp"
 
 int main(int argc, char** argv) {
@@ -13,7 +16,7 @@ int main(int argc, char** argv) {
                "mjsub"};
   dynres::SubmitRequest req;
   std::string home;
-  bool parsable = false, json = false, wait = false;
+  bool parsable = false, json = false, wait = false, test_only = false;
   for (auto& o : dynres::job_options()) {
     std::string names;
     for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
@@ -36,6 +39,8 @@ int main(int argc, char** argv) {
     opt->group("sbatch compatibility (no effect)");
   }
   app.add_flag("--parsable", parsable, "print only the job id");
+  app.add_flag("--test-only", test_only,
+               "do not submit: check the job and print when it would start (the policy replayed on time limits)");
   app.add_flag("--json", json, "print the created job as JSON");
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
   app.add_option("script", req.script_path, "job script (default or '-': standard input); arguments after it go to the script");
@@ -50,6 +55,23 @@ int main(int argc, char** argv) {
     req.home = dynres::cluster_home(home);
     char cwd[4096];
     req.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+    if (test_only) {
+      dynres::State st(dynres::state_path(req.home));
+      auto j = dynres::prepare_job(req, st);
+      auto cfg = dynres::load_config(dynres::config_path(req.home));
+      auto at = dynres::schedd::test_only_start(st, j, cfg.policy);
+      if (!at) {
+        std::cout << "mjsub: Job could not start with the current queue (held, or waiting for a dependency)"
+                  << "; not submitted\n";
+        return 0;
+      }
+      time_t t = static_cast<time_t>(*at);
+      char b[32];
+      std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+      std::cout << "mjsub: Job to start at " << b << " using " << j.req_nodes << " node(s) (policy "
+                << dynres::sched::to_string(cfg.policy.policy) << "); not submitted\n";
+      return 0;
+    }
     auto job = dynres::submit_job(req);
     if (json)
       std::cout << dynres::job_to_json(job).dump(2) << "\n";

@@ -12,6 +12,7 @@
 #   --dependency: after, afterok, afternotok (never satisfied once the job
 #     completed: DependencyNeverSatisfied, stays pending), afterany,
 #     singleton; unknown job, unknown type and '?' refused;
+#   --test-only: the expected start behind a running job, nothing recorded;
 #   tasks (nodes of 4 CPUs): -n 6 -> 2 nodes, -n 6 -c 2 -> 3 nodes,
 #     --ntasks-per-node 2 -N 3 -> 6 tasks; SLURM_NTASKS reaches the job and
 #     `srun cmd` runs that many tasks; impossible combinations refused;
@@ -171,6 +172,23 @@ assert_eq 0 "$T_RC" "mjsub -W of a job that exits 0"
 PN=$(job_col "$C" "$PJ" nodelist)
 assert_eq 1 "$(ls "$W/pat-$(id -un)-$PJ-4294967294-$(printf '%05d' "$PJ")-$PN.out" 2>/dev/null | wc -l)" \
   "output pattern %u-%A-%a-%5j-%N"
+
+# ---- --test-only: when the job would start (policy replayed on time limits), nothing recorded
+write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'
+G=$(mjsub --parsable -N 4 -t 2 -J tgate gate.sh) || t_fatal "mjsub tgate"
+wait_state 20 "$C" "$G" RUNNING || t_fatal "tgate did not start"
+n_before=$(count_jobs "$C")
+t_run mjsub --test-only -N 2 quick.sh
+expected=$(date -d "@$(awk -v s="$(job_col "$C" "$G" start_time)" 'BEGIN{printf "%d", s + 120}')" +%Y-%m-%dT%H:%M:%S)
+assert_eq "mjsub: Job to start at $expected using 2 node(s) (policy easy); not submitted" "$T_OUT" \
+  "--test-only: start when the running job reaches its 2-minute limit"
+t_run mjsub --test-only --hold quick.sh
+assert_contains "$T_OUT" "could not start" "--test-only of a held job"
+t_run mjsub --test-only -N 9 quick.sh
+assert_ne 0 "$T_RC" "--test-only still checks the request"
+assert_eq "$n_before" "$(count_jobs "$C")" "--test-only records nothing"
+touch "$W/tgate.go"
+wait_state 20 "$C" "$G" COMPLETED
 
 # ---- --dependency
 write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'

@@ -17,6 +17,14 @@
 namespace dynres {
 
 JobRecord submit_job(const SubmitRequest& req) {
+  State st(state_path(req.home));
+  JobRecord j = prepare_job(req, st);
+  j.id = st.submit(j);
+  proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
+  return *st.job(j.id);
+}
+
+JobRecord prepare_job(const SubmitRequest& req, State& st) {
   std::string text, default_name;
   JobSpec cli;
   for (auto& [name, value] : req.options) apply_option(cli, name, value);
@@ -58,7 +66,6 @@ JobRecord submit_job(const SubmitRequest& req) {
   }
   JobSpec spec = merge_specs(merge_specs(script_spec, env_spec), cli);  // command line wins, field by field
 
-  State st(state_path(req.home));
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
   if (!j.dependency.empty())
     for (auto& d : parse_dependency(j.dependency))
@@ -85,9 +92,7 @@ JobRecord submit_job(const SubmitRequest& req) {
   }
   if (!req.args.empty()) j.args = nlohmann::json(req.args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   j.submit_time = now_seconds();
-  j.id = st.submit(j);
-  proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
-  return *st.job(j.id);
+  return j;
 }
 
 const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables() {

@@ -150,6 +150,27 @@ std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::Pol
   return out;
 }
 
+std::optional<double> test_only_start(State& st, const JobRecord& j, const sched::PolicyConfig& policy) {
+  double now = now_seconds();
+  if (j.held || !j.dependency.empty()) return std::nullopt;
+  std::vector<int64_t> node_ids;
+  auto snap = build_snapshot(st, now, node_ids);
+  sched::WaitingJob w;
+  w.id = -1;  // never a real id
+  w.kind = kind_of(j.kind);
+  w.req_nodes = j.req_nodes;
+  w.min_nodes = j.min_nodes;
+  w.max_nodes = j.max_nodes;
+  w.constraint = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
+  w.time_limit = static_cast<double>(j.time_limit);
+  w.submit_time = now;
+  snap.waiting.push_back(w);
+  auto exp = expected_starts(snap, policy);
+  auto it = exp.find(-1);
+  if (it == exp.end()) return std::nullopt;
+  return std::max(it->second, j.begin_time.value_or(0));
+}
+
 State& Daemon::state() {
   if (!state_) state_ = std::make_unique<State>(state_path(home));
   return *state_;

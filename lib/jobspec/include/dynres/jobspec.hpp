@@ -169,6 +169,10 @@ int wait_for_job(const std::string& home, int64_t id, double poll_s = 0.2);
 /// next pass). Throws SpecError (bad input; nothing is written) or DbError.
 JobRecord submit_job(const SubmitRequest& req);
 
+/// Everything submit_job does before recording: read and check the script
+/// and options against the cluster in st. Nothing is written.
+JobRecord prepare_job(const SubmitRequest& req, State& st);
+
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,12 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
 /// (policy.default_time_limit when unlimited; a job already past its limit
 /// ends "now"). Jobs that could never start are absent. Pure.
 std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::PolicyConfig& policy);
+
+/// sbatch --test-only: when `job` (not recorded) would start if it were
+/// submitted now, at the end of the queue (expected_starts with the job
+/// added), never before its begin time. nullopt for a held job, a job with
+/// a dependency, or one that could never start.
+std::optional<double> test_only_start(State& st, const JobRecord& job, const sched::PolicyConfig& policy);
 
 struct Daemon {
   std::string home;
