@@ -28,9 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("job_id", id_args, "job ids (also comma separated lists)");
   CLI11_PARSE(app, argc, argv);
   try {
-    std::vector<int64_t> ids;
-    for (auto& a : id_args)
-      for (auto id : dynres::parse_id_list(a)) ids.push_back(id);
+    std::vector<std::string> id_lists = id_args;
     dynres::JobFilter f;
     if (!names.empty()) {
       std::stringstream ss(names);
@@ -47,12 +45,15 @@ int main(int argc, char** argv) {
       for (auto u : dynres::parse_user_list(users)) f.uids.insert(u);
     if (me) f.uids.insert(static_cast<int64_t>(::getuid()));
     int sig = signal.empty() ? 0 : dynres::parse_signal(signal);
-    if (ids.empty() && f.names.empty() && f.states.empty() && f.uids.empty()) {
+    if (id_lists.empty() && f.names.empty() && f.states.empty() && f.uids.empty()) {
       std::cerr << "mjcancel: error: no job id given (or use --name, --state, --user, --me)\n";
       return 1;
     }
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
+    std::vector<int64_t> ids;  // 12, 12_3, 12_[1-4]: an array's tasks resolved to their job ids
+    for (auto& a : id_lists)
+      for (auto id : dynres::resolve_job_refs(st, a)) ids.push_back(id);
     const int64_t uid = static_cast<int64_t>(::getuid());
     std::vector<int64_t> targets;
     if (ids.empty()) {  // every active job matching the filter, as scancel

@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
     double now = dynres::now_seconds();
     dynres::JobFilter filter;
     std::vector<int64_t> ids;
-    if (!jobs_opt.empty()) ids = dynres::parse_id_list(jobs_opt);
-    if (ids.size() == 1 && users.empty() && !me && states.empty() && !start) {  // one job in detail
+    if (!jobs_opt.empty()) ids = dynres::resolve_job_refs(st, jobs_opt);
+    if (ids.size() == 1 && jobs_opt.find_first_of(",_") == std::string::npos && users.empty() && !me &&
+        states.empty() && !start) {  // one job in detail
       auto j = st.job(ids[0]);
       if (!j) {
         std::cerr << "mjstat: error: invalid job id " << ids[0] << "\n";

@@ -12,6 +12,9 @@
 #   --dependency: after, afterok, afternotok (never satisfied once the job
 #     completed: DependencyNeverSatisfied, stays pending), afterany,
 #     singleton; unknown job, unknown type and '?' refused;
+#   --array=1-7:2%2: four tasks, never more than two running (reason
+#     JobArrayTaskLimit), SLURM_ARRAY_* and %A_%a, mjstat ids A_T, mjcancel
+#     of A_T, A_[x-y] and A; bad arrays and unknown tasks refused;
 #   --test-only: the expected start behind a running job, nothing recorded;
 #   tasks (nodes of 4 CPUs): -n 6 -> 2 nodes, -n 6 -c 2 -> 3 nodes,
 #     --ntasks-per-node 2 -N 3 -> 6 tasks; SLURM_NTASKS reaches the job and
@@ -172,6 +175,43 @@ assert_eq 0 "$T_RC" "mjsub -W of a job that exits 0"
 PN=$(job_col "$C" "$PJ" nodelist)
 assert_eq 1 "$(ls "$W/pat-$(id -un)-$PJ-4294967294-$(printf '%05d' "$PJ")-$PN.out" 2>/dev/null | wc -l)" \
   "output pattern %u-%A-%a-%5j-%N"
+
+# ---- --array
+write_script "$W/arr.sh" '#!/bin/bash' \
+  'echo "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX"' 'sleep 0.6'
+AA=$(mjsub --parsable --array=1-7:2%2 -o 'arr-%A_%a.out' arr.sh) || t_fatal "mjsub --array"
+assert_eq "1 3 5 7" "$(sq "$C" "SELECT array_task_id FROM jobs WHERE array_job_id=$AA ORDER BY array_task_id" | xargs)" \
+  "--array=1-7:2: tasks 1 3 5 7 of array $AA"
+seen_limit=0 max_running=0
+for _ in $(seq 60); do
+  r=$(count_jobs "$C" "array_job_id=$AA AND state='RUNNING'")
+  ((r > max_running)) && max_running=$r
+  [[ $(count_jobs "$C" "array_job_id=$AA AND reason='JobArrayTaskLimit'") -gt 0 ]] && seen_limit=1
+  [[ $(count_jobs "$C" "array_job_id=$AA AND state IN ('PENDING','RUNNING')") == 0 ]] && break
+  sleep 0.1
+done
+wait_for 20 "all array tasks completed" eval '[[ $(count_jobs "$C" "array_job_id=$AA AND state='"'"'COMPLETED'"'"'") == 4 ]]'
+assert_le "$max_running" 2 "%2: at most 2 tasks ran at once (seen $max_running)"
+assert_eq 1 "$seen_limit" "waiting tasks showed reason JobArrayTaskLimit"
+assert_le "$(sq "$C" "SELECT MAX(n) FROM (SELECT (SELECT COUNT(*) FROM jobs b WHERE b.array_job_id=$AA AND
+  b.start_time <= a.start_time AND b.end_time > a.start_time) AS n FROM jobs a WHERE a.array_job_id=$AA)")" 2 \
+  "%2 from the recorded start and end times"
+assert_file_content "$W/arr-${AA}_5.out" "$AA 5 4 1 7" "SLURM_ARRAY_JOB_ID/TASK_ID/COUNT/MIN/MAX and %A_%a"
+t_run mjstat -t all -j "$AA" -o %i -h
+assert_eq "${AA}_1 ${AA}_3 ${AA}_5 ${AA}_7" "$(echo $T_OUT)" "mjstat -j ARRAY lists its tasks as A_T"
+BA=$(mjsub --parsable --array=0-3 --hold quick.sh) || t_fatal "mjsub --array --hold"
+mjcancel "${BA}_1" && mjcancel "${BA}_[2-3]"
+assert_eq "PENDING CANCELLED CANCELLED CANCELLED" \
+  "$(sq "$C" "SELECT state FROM jobs WHERE array_job_id=$BA ORDER BY array_task_id" | xargs)" "mjcancel A_T and A_[x-y]"
+t_run mjcancel "${BA}_9"
+assert_contains "$T_ERR" "invalid job id ${BA}_9" "mjcancel of an unknown array task"
+mjcancel "$BA"
+assert_eq 0 "$(count_jobs "$C" "array_job_id=$BA AND state='PENDING'")" "mjcancel A cancels the array's tasks"
+for args in "5-1|goes backwards" "1-3%0|%0" "x|invalid number 'x'"; do
+  t_run mjsub --array="${args%%|*}" quick.sh
+  assert_ne 0 "$T_RC" "--array=${args%%|*} refused"
+  assert_contains "$T_ERR" "${args#*|}" "--array=${args%%|*} says why"
+done
 
 # ---- --test-only: when the job would start (policy replayed on time limits), nothing recorded
 write_script "$W/gate.sh" '#!/bin/bash' 'while [[ ! -e $MJ_SUBMIT_DIR/$MJ_JOB_NAME.go ]]; do sleep 0.05; done'

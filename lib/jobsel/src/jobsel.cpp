@@ -83,6 +83,59 @@ std::vector<int64_t> parse_id_list(const std::string& list) {
   return out;
 }
 
+std::vector<int64_t> resolve_job_refs(State& st, const std::string& list) {
+  // split on commas outside brackets
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  for (char c : list) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      items.push_back(cur), cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  items.push_back(cur);
+  std::vector<int64_t> out;
+  for (auto& w : items) {
+    if (w.empty()) throw std::invalid_argument("empty job id in '" + list + "'");
+    auto us = w.find('_');
+    std::string head = w.substr(0, us);
+    if (!all_digits(head) || std::stoll(head) < 1) throw std::invalid_argument("invalid job id '" + w + "'");
+    int64_t id = std::stoll(head);
+    if (us == std::string::npos) {
+      auto tasks = st.array_task_ids(id);
+      if (tasks.empty()) out.push_back(id);
+      else out.insert(out.end(), tasks.begin(), tasks.end());
+      continue;
+    }
+    std::string t = w.substr(us + 1);
+    std::vector<int> idx;
+    if (t.size() > 2 && t.front() == '[' && t.back() == ']') {
+      std::stringstream ss(t.substr(1, t.size() - 2));
+      for (std::string r; std::getline(ss, r, ',');) {
+        auto dash = r.find('-');
+        std::string a = r.substr(0, dash), b = dash == std::string::npos ? a : r.substr(dash + 1);
+        if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7 || std::stoi(b) < std::stoi(a) ||
+            std::stoi(b) - std::stoi(a) > 100000)
+          throw std::invalid_argument("invalid array task range '" + r + "' in '" + w + "'");
+        for (int k = std::stoi(a); k <= std::stoi(b); ++k) idx.push_back(k);
+      }
+    } else {
+      if (!all_digits(t) || t.size() > 7) throw std::invalid_argument("invalid array task '" + w + "'");
+      idx.push_back(std::stoi(t));
+    }
+    for (int k : idx) {
+      auto ids = st.array_task_ids(id, k);
+      if (ids.empty()) throw std::invalid_argument("invalid job id " + head + "_" + std::to_string(k));
+      out.push_back(ids[0]);
+    }
+  }
+  return out;
+}
+
 int64_t parse_user(const std::string& user) {
   if (user.empty()) throw std::invalid_argument("empty user name");
   struct passwd pw, *res = nullptr;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "dynres/sched.hpp"
 #include "dynres/paths.hpp"
@@ -35,6 +36,7 @@ const std::vector<OptionDef>& job_options() {
        "only (or also) these variables"},
       {{"-d", "--dependency"}, true,
        "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
+      {{"-a", "--array"}, true, "job array: indices 1-5, 1,3,7, 0-15:4, with %N at most N running at once"},
       {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code (command line only)"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
@@ -213,6 +215,8 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     }
   } else if (key == "--wrap") {
     s.wrap = v;
+  } else if (key == "--array") {
+    std::tie(s.array_tasks, s.array_max) = parse_array(v);
   } else if (key == "--wait") {
     if (!v.empty()) throw SpecError("--wait takes no value");
   } else if (key == "--ntasks") {
@@ -280,6 +284,43 @@ std::vector<Directive> parse_directives(const std::string& script) {
     }
   }
   return out;
+}
+
+std::pair<std::vector<int>, int> parse_array(const std::string& v) {
+  auto bad = [&](const std::string& why) { return SpecError("--array: " + why + " in '" + v + "'"); };
+  auto number = [&](const std::string& w) {
+    if (w.empty() || w.size() > 7 || !std::all_of(w.begin(), w.end(), [](unsigned char c) { return std::isdigit(c); }))
+      throw bad("invalid number '" + w + "'");
+    int n = std::stoi(w);
+    if (n > 1000000) throw bad("index " + w + " above 1000000");
+    return n;
+  };
+  std::string body = v;
+  int max = 0;
+  if (auto pct = v.find('%'); pct != std::string::npos) {
+    body = v.substr(0, pct);
+    max = number(v.substr(pct + 1));
+    if (max < 1) throw bad("%0 would never run a task");
+  }
+  std::set<int> idx;
+  std::stringstream ss(body);
+  for (std::string part; std::getline(ss, part, ',');) {
+    int step = 1;
+    if (auto colon = part.find(':'); colon != std::string::npos) {
+      step = number(part.substr(colon + 1));
+      if (step < 1) throw bad("step 0");
+      part = part.substr(0, colon);
+    }
+    auto dash = part.find('-');
+    int lo = number(part.substr(0, dash)), hi = dash == std::string::npos ? lo : number(part.substr(dash + 1));
+    if (hi < lo) throw bad("range " + part + " goes backwards");
+    for (int k = lo; k <= hi; k += step) {
+      idx.insert(k);
+      if (idx.size() > 10000) throw bad("more than 10000 tasks");
+    }
+  }
+  if (idx.empty()) throw bad("no index");
+  return {std::vector<int>(idx.begin(), idx.end()), max};
 }
 
 std::vector<Dependency> parse_dependency(const std::string& v) {
@@ -428,6 +469,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.wrap, c.wrap);
   take(s.begin, c.begin);
   take(s.dependency, c.dependency);
+  if (!c.array_tasks.empty()) s.array_tasks = c.array_tasks, s.array_max = c.array_max;
   take(s.ntasks, c.ntasks);
   take(s.ntasks_per_node, c.ntasks_per_node);
   take(s.cpus_per_task, c.cpus_per_task);

@@ -18,13 +18,14 @@ namespace dynres {
 
 JobRecord submit_job(const SubmitRequest& req) {
   State st(state_path(req.home));
-  JobRecord j = prepare_job(req, st);
-  j.id = st.submit(j);
+  std::vector<int> tasks;
+  JobRecord j = prepare_job(req, st, &tasks);
+  j.id = tasks.empty() ? st.submit(j) : st.submit_array(j, tasks, j.array_max).front();
   proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
   return *st.job(j.id);
 }
 
-JobRecord prepare_job(const SubmitRequest& req, State& st) {
+JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks) {
   std::string text, default_name;
   JobSpec cli;
   for (auto& [name, value] : req.options) apply_option(cli, name, value);
@@ -92,6 +93,8 @@ JobRecord prepare_job(const SubmitRequest& req, State& st) {
   }
   if (!req.args.empty()) j.args = nlohmann::json(req.args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   j.submit_time = now_seconds();
+  if (array_tasks) *array_tasks = spec.array_tasks;
+  j.array_max = spec.array_max;
   return j;
 }
 
@@ -167,6 +170,8 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
   o["held"] = j.held;
   o["dependency"] = j.dependency;
+  o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
+  o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
   o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;
   o["ntasks_per_node"] = j.ntasks_per_node ? nlohmann::json(j.ntasks_per_node) : nlohmann::json(nullptr);
   o["cpus_per_task"] = j.cpus_per_task;

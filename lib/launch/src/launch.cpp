@@ -275,6 +275,10 @@ int run_step(const StepConfig& cfg, int go_fd) {
   auto job = st.job(cfg.job_id);
   if (!job || job->state != kRunning || job->supervisor_pid.value_or(-1) != ::getpid()) return 0;  // not ours
 
+  std::vector<int> array_tasks;  // indices of the job's array, sorted
+  if (job->array_job_id)
+    for (auto tid : st.array_task_ids(*job->array_job_id))
+      if (auto t = st.job(tid); t && t->array_task_id) array_tasks.push_back(*t->array_task_id);
   std::vector<std::string> names, hosts;
   int node_cpus = 0;
   for (auto& n : st.nodes())
@@ -370,6 +374,13 @@ int run_step(const StepConfig& cfg, int go_fd) {
         {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
         {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
     if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
+    if (job->array_job_id && job->array_task_id) {
+      slurm_env.push_back({"SLURM_ARRAY_JOB_ID", std::to_string(*job->array_job_id)});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_ID", std::to_string(*job->array_task_id)});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_COUNT", std::to_string(array_tasks.size())});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_MIN", std::to_string(array_tasks.empty() ? 0 : array_tasks.front())});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_MAX", std::to_string(array_tasks.empty() ? 0 : array_tasks.back())});
+    }
     std::string shim = self_dir() + "/../share/dynres/shim";
     if (::access((shim + "/srun").c_str(), X_OK) == 0) {
       const char* path = std::getenv("PATH");

@@ -28,7 +28,9 @@ std::string elapsed(const JobRecord& j, double now) {
 }
 
 std::string cell(const JobRecord& j, const std::string& c, double now) {
-  if (c == "jobid") return std::to_string(j.id);
+  if (c == "jobid") return display_id(j);
+  if (c == "arrayjobid") return std::to_string(j.array_job_id.value_or(j.id));
+  if (c == "arraytaskid") return j.array_task_id ? std::to_string(*j.array_task_id) : "N/A";
   if (c == "name") return j.name;
   if (c == "user") return user_name(j.uid);
   if (c == "state") return j.state;
@@ -86,7 +88,7 @@ struct Field {
 // squeue % codes -> our columns and squeue's headers
 const std::map<char, std::pair<std::string, std::string>>& percent_codes() {
   static const std::map<char, std::pair<std::string, std::string>> m = {
-      {'i', {"jobid", "JOBID"}},        {'A', {"jobid", "JOBID"}},        {'j', {"name", "NAME"}},
+      {'i', {"jobid", "JOBID"}},        {'A', {"arrayjobid", "ARRAY_JOB_ID"}}, {'a', {"arraytaskid", "ARRAY_TASK_ID"}},        {'j', {"name", "NAME"}},
       {'u', {"user", "USER"}},          {'T', {"state", "STATE"}},        {'t', {"st", "ST"}},
       {'M', {"time", "TIME"}},          {'l', {"timelimit", "TIME_LIMIT"}}, {'D', {"nodes", "NODES"}},
       {'R', {"nodelist", "NODELIST(REASON)"}}, {'N', {"nodelist_only", "NODELIST"}}, {'r', {"reason", "REASON"}},
@@ -116,7 +118,7 @@ std::vector<Field> parse_percent_format(const std::string& f) {
     auto it = percent_codes().find(f[k]);
     if (it == percent_codes().end())
       throw std::invalid_argument(std::string("--format: unknown field code '%") + f[k] +
-                                  "' (known: %i %j %u %T %t %M %l %D %R %N %r %V %S %e)");
+                                  "' (known: %i %A %a %j %u %T %t %M %l %D %R %N %r %V %S %e)");
     cur.column = it->second.first;
     cur.width = width;
     cur.right = right;
@@ -203,7 +205,11 @@ std::string render_table(const std::vector<JobRecord>& jobs, const std::string& 
 
 std::string render_detail(const JobRecord& j, double now) {
   std::ostringstream o;
-  o << "JobId=" << j.id << " JobName=" << j.name << "\n"
+  o << "JobId=" << j.id
+    << (j.array_job_id ? " ArrayJobId=" + std::to_string(*j.array_job_id) +
+                             " ArrayTaskId=" + std::to_string(j.array_task_id.value_or(0))
+                       : std::string())
+    << " JobName=" << j.name << "\n"
     << "   UserId=" << j.uid << " JobState=" << j.state << " Reason=" << j.reason
     << " ExitCode=" << (j.exit_code ? std::to_string(*j.exit_code) : "-") << "\n"
     << "   Kind=" << j.kind << " NumNodes=" << (j.state == kPending ? j.req_nodes : j.num_nodes)

@@ -70,6 +70,21 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
           });
       if (!why.empty()) dep_block[j.id] = why;
     }
+    // --array ...%max: at most max tasks of an array run at once
+    std::map<int64_t, int> room;
+    for (auto& j : jobs)
+      if (j.array_job_id && j.array_max > 0 && !room.count(*j.array_job_id)) room[*j.array_job_id] = j.array_max;
+    if (!room.empty()) {
+      for (auto& j : jobs)
+        if (j.state == kRunning && j.array_job_id && room.count(*j.array_job_id)) --room[*j.array_job_id];
+      for (auto& j : jobs) {
+        if (j.state != kPending || !j.array_job_id || !room.count(*j.array_job_id) || dep_block.count(j.id) || j.held ||
+            (j.begin_time && *j.begin_time > now))
+          continue;
+        if (room[*j.array_job_id] > 0) --room[*j.array_job_id];
+        else dep_block[j.id] = "JobArrayTaskLimit";
+      }
+    }
   });
   if (blocked) *blocked = dep_block;
   for (auto& n : nodes) {
@@ -201,7 +216,7 @@ int Daemon::pass() {
   std::vector<int64_t> node_ids;
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
-  if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied, written only where it changed
+  if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
     std::vector<std::pair<int64_t, std::string>> changed;
     for (auto& j : st.jobs({kPending})) {
       auto it = blocked.find(j.id);

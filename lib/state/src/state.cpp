@@ -86,6 +86,10 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN cpus_per_task INTEGER NOT NULL DEFAULT 1",
     // 9: arguments of the job script (mjsub SCRIPT ARGS...), a JSON array of strings; '' = none
     "ALTER TABLE jobs ADD COLUMN args TEXT NOT NULL DEFAULT ''",
+    // 10: job arrays (sbatch --array): master id (the first task's id), task index, %max throttle
+    "ALTER TABLE jobs ADD COLUMN array_job_id INTEGER; ALTER TABLE jobs ADD COLUMN array_task_id INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN array_max INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_by_array ON jobs(array_job_id, array_task_id)",
 };
 
 std::string user_of(int64_t uid) {
@@ -99,7 +103,8 @@ std::string user_of(int64_t uid) {
 // (array index: 4294967294 outside an array, as Slurm), %x (name), %u
 // (user), %% ; a width (%5j) zero-pads numbers. %N (first node) is left for
 // the supervisor, which knows the nodes.
-std::string expand_pattern(std::string p, int64_t id, const std::string& name, int64_t uid) {
+std::string expand_pattern(std::string p, int64_t id, const std::string& name, int64_t uid,
+                           std::optional<int64_t> array_job = std::nullopt, std::optional<int> task = std::nullopt) {
   std::string out;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == '%' && i + 1 < p.size()) {
@@ -113,8 +118,9 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name, i
         };
         std::string rep;
         bool known = true;
-        if (c == 'j' || c == 'A') rep = num(std::to_string(id));
-        else if (c == 'a') rep = num("4294967294");
+        if (c == 'j') rep = num(std::to_string(id));
+        else if (c == 'A') rep = num(std::to_string(array_job.value_or(id)));
+        else if (c == 'a') rep = num(task ? std::to_string(*task) : "4294967294");
         else if (c == 'x') rep = name;
         else if (c == 'u') rep = user_of(uid);
         else if (c == '%' && width == 0) rep = "%";
@@ -136,7 +142,7 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task,args";
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -176,7 +182,15 @@ JobRecord job_from_row(const Stmt& s) {
   j.ntasks_per_node = static_cast<int>(s.i64(33));
   j.cpus_per_task = static_cast<int>(s.i64(34));
   j.args = s.text(35);
+  j.array_job_id = s.opt_i64(36);
+  if (!s.is_null(37)) j.array_task_id = static_cast<int>(s.i64(37));
+  j.array_max = static_cast<int>(s.i64(38));
   return j;
+}
+
+std::string display_id(const JobRecord& j) {
+  if (j.array_job_id && j.array_task_id) return std::to_string(*j.array_job_id) + "_" + std::to_string(*j.array_task_id);
+  return std::to_string(j.id);
 }
 
 bool is_final_state(const std::string& s) {
@@ -236,7 +250,35 @@ int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
 
 int64_t State::submit(JobRecord j) {
   int64_t id = 0;
+  db_.write_tx([&] { id = insert_job(j, std::nullopt, std::nullopt); });
+  return id;
+}
+
+std::vector<int64_t> State::submit_array(JobRecord j, const std::vector<int>& tasks, int max_running) {
+  if (tasks.empty()) throw DbError("an array needs at least one task");
+  std::vector<int64_t> ids;
   db_.write_tx([&] {
+    j.array_max = max_running;
+    int64_t master = insert_job(j, std::nullopt, tasks[0]);
+    ids.push_back(master);
+    for (size_t k = 1; k < tasks.size(); ++k) ids.push_back(insert_job(j, master, tasks[k]));
+  });
+  return ids;
+}
+
+std::vector<int64_t> State::array_task_ids(int64_t array_id, std::optional<int> task) {
+  Stmt s(db_, task ? "SELECT id FROM jobs WHERE array_job_id=? AND array_task_id=? ORDER BY array_task_id"
+                   : "SELECT id FROM jobs WHERE array_job_id=? ORDER BY array_task_id");
+  s.bind(1, array_id);
+  if (task) s.bind(2, static_cast<int64_t>(*task));
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
+int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task) {
+  int64_t id = 0;
+  {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
@@ -254,11 +296,15 @@ int64_t State::submit(JobRecord j) {
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
     s.run();
     id = db_.last_insert_id();
-    Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");
-    u.bind(1, expand_pattern(j.stdout_path, id, j.name, j.uid)).bind(2, expand_pattern(j.stderr_path, id, j.name, j.uid));
-    u.bind(3, id).run();
-    event(j.submit_time, id, "submit", "");
-  });
+    int64_t master = task ? array_job.value_or(id) : 0;
+    Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=?, array_job_id=?, array_task_id=?, array_max=? WHERE id=?");
+    std::optional<int64_t> aj = task ? std::optional<int64_t>(master) : std::nullopt;
+    std::optional<int64_t> at = task ? std::optional<int64_t>(*task) : std::nullopt;
+    u.bind(1, expand_pattern(j.stdout_path, id, j.name, j.uid, aj, task))
+        .bind(2, expand_pattern(j.stderr_path, id, j.name, j.uid, aj, task));
+    u.bind(3, aj).bind(4, at).bind(5, j.array_max).bind(6, id).run();
+    event(j.submit_time, id, "submit", task ? "array " + std::to_string(master) + "_" + std::to_string(*task) : "");
+  }
   return id;
 }
 

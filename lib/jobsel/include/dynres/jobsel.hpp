@@ -25,6 +25,13 @@ std::string compact_state(const std::string& state);
 /// std::invalid_argument naming the bad element.
 std::vector<int64_t> parse_id_list(const std::string& list);
 
+/// Job ids as squeue/scancel take them: "12" (a job; for an array, every
+/// task of it), "12_3" (task 3 of array 12), "12_[1-4,7]" (those tasks),
+/// comma separated. Unknown plain ids are returned as they are (callers
+/// report them); an unknown array task is an error. Throws
+/// std::invalid_argument naming the bad element.
+std::vector<int64_t> resolve_job_refs(State& st, const std::string& list);
+
 /// A user name or numeric uid to a uid. Throws std::invalid_argument for an
 /// unknown user.
 int64_t parse_user(const std::string& user);

@@ -37,7 +37,15 @@ struct JobSpec {
   std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
   std::optional<int> ntasks, ntasks_per_node, cpus_per_task;  ///< -n, --ntasks-per-node, -c
   std::vector<std::string> export_vars;  ///< --export=[ALL,]VAR[=value],...: the listed variables
+  std::vector<int> array_tasks;          ///< --array indices (empty: not an array)
+  int array_max = 0;                     ///< --array ...%max
 };
+
+/// Parse sbatch --array: "1-5", "1,3,7", "0-15:4", any of them with "%N"
+/// (at most N tasks running at once). Indices 0..1000000, at most 10000
+/// tasks. Throws SpecError naming the bad part. Returns sorted, unique
+/// indices and the limit (0 = none).
+std::pair<std::vector<int>, int> parse_array(const std::string& v);
 
 /// One condition of sbatch --dependency.
 struct Dependency {
@@ -171,7 +179,8 @@ JobRecord submit_job(const SubmitRequest& req);
 
 /// Everything submit_job does before recording: read and check the script
 /// and options against the cluster in st. Nothing is written.
-JobRecord prepare_job(const SubmitRequest& req, State& st);
+/// array_tasks (when given) receives the --array indices and array_max.
+JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks = nullptr);
 
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);

@@ -22,8 +22,10 @@ namespace dynres::schedd {
 /// transaction). Held pending jobs and jobs whose begin time is later than
 /// `now` are left out.
 /// node_ids[i] is the state-file id of Snapshot::nodes[i].
-/// Jobs whose --dependency is not met are left out too; their reason
-/// (Dependency or DependencyNeverSatisfied) goes to *blocked when given.
+/// Jobs whose --dependency is not met, and array tasks beyond the array's
+/// %max (counting its running tasks), are left out too; their reason
+/// (Dependency, DependencyNeverSatisfied, JobArrayTaskLimit) goes to
+/// *blocked when given.
 sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids,
                                std::map<int64_t, std::string>* blocked = nullptr);
 

@@ -68,7 +68,13 @@ struct JobRecord {
   int ntasks_per_node = 0;           ///< sbatch --ntasks-per-node (0: not given)
   int cpus_per_task = 1;             ///< sbatch -c
   std::string args;                  ///< script arguments, JSON array of strings; "" = none
+  std::optional<int64_t> array_job_id;  ///< sbatch --array: the array's id (its first task's job id)
+  std::optional<int> array_task_id;     ///< the task's index
+  int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
 };
+
+/// squeue's job id: "A_T" for an array task, else the id.
+std::string display_id(const JobRecord& j);
 
 struct AllocationRecord {
   int64_t job_id = 0;
@@ -104,6 +110,13 @@ class State {
   /// Insert a PENDING job and a "submit" event in one transaction; fills
   /// %j in the output paths with the new id. Returns the id.
   int64_t submit(JobRecord job);
+  /// Insert the tasks of a job array (sbatch --array) as PENDING jobs in one
+  /// transaction: task k gets index tasks[k]; the first task's id is the
+  /// array's id (array_job_id of every task); %A/%a in output paths become
+  /// the array id and the task index. Returns the ids.
+  std::vector<int64_t> submit_array(JobRecord job, const std::vector<int>& tasks, int max_running);
+  /// Ids of the tasks of array array_id (only index task when given), by index.
+  std::vector<int64_t> array_task_ids(int64_t array_id, std::optional<int> task = std::nullopt);
   std::optional<JobRecord> job(int64_t id);
   /// Jobs in the given states (empty = all), ordered by (submit_time, id).
   std::vector<JobRecord> jobs(const std::vector<std::string>& states = {});
@@ -138,6 +151,7 @@ class State {
   std::vector<AllocationRecord> allocations();
 
  private:
+  int64_t insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task);
   Db db_;
 };
 
