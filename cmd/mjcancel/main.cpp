@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
     const int64_t uid = static_cast<int64_t>(::getuid());
     std::vector<int64_t> targets;
     if (ids.empty()) {  // every active job matching the filter, as scancel
-      if (f.states.empty()) f.states = {dynres::kPending, dynres::kRunning};
+      if (f.states.empty()) f.states = sig ? std::set<std::string>{dynres::kRunning}  // only running jobs take signals
+                                           : std::set<std::string>{dynres::kPending, dynres::kRunning};
       for (auto& j : dynres::select_jobs(st, f)) targets.push_back(j.id);
     } else {
       for (auto id : ids) {

@@ -78,6 +78,10 @@ assert_eq RUNNING "$(job_state "$C" "$A")" "a signalled job keeps running"
 t_run mjcancel -s USR1 "$B"
 assert_eq 1 "$T_RC" "mjcancel -s of a pending job fails"
 assert_contains "$T_ERR" "not running" "mjcancel -s of a pending job says why"
+t_run mjcancel -s USR1 --me
+assert_eq 0 "$T_RC" "mjcancel -s USR1 --me signals my running jobs only, pending ones are not an error ($T_ERR)"
+wait_for 5 "the job got SIGUSR1 twice" eval '[[ $(wc -l <"$W/usr1-$A.txt") == 2 ]]'
+assert_eq PENDING "$(job_state "$C" "$B")" "a pending job is left alone by -s"
 t_run mjcancel -s BOGUS "$A"
 assert_eq 1 "$T_RC" "mjcancel -s BOGUS fails"
 assert_contains "$T_ERR" "invalid signal 'BOGUS'" "mjcancel -s BOGUS names it"
