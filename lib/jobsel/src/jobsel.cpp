@@ -113,7 +113,8 @@ std::vector<int64_t> resolve_job_refs(State& st, const std::string& list) {
     }
     std::string t = w.substr(us + 1);
     std::vector<int> idx;
-    if (t.size() > 2 && t.front() == '[' && t.back() == ']') {
+    const bool range = t.size() > 2 && t.front() == '[' && t.back() == ']';
+    if (range) {
       std::stringstream ss(t.substr(1, t.size() - 2));
       for (std::string r; std::getline(ss, r, ',');) {
         auto dash = r.find('-');
@@ -127,11 +128,13 @@ std::vector<int64_t> resolve_job_refs(State& st, const std::string& list) {
       if (!all_digits(t) || t.size() > 7) throw std::invalid_argument("invalid array task '" + w + "'");
       idx.push_back(std::stoi(t));
     }
+    size_t found = 0;
     for (int k : idx) {
       auto ids = st.array_task_ids(id, k);
-      if (ids.empty()) throw std::invalid_argument("invalid job id " + head + "_" + std::to_string(k));
-      out.push_back(ids[0]);
+      if (ids.empty() && !range) throw std::invalid_argument("invalid job id " + head + "_" + std::to_string(k));
+      if (!ids.empty()) out.push_back(ids[0]), ++found;
     }
+    if (range && found == 0) throw std::invalid_argument("invalid job id " + w + " (no such array task)");
   }
   return out;
 }

@@ -28,7 +28,9 @@ std::vector<int64_t> parse_id_list(const std::string& list);
 /// Job ids as squeue/scancel take them: "12" (a job; for an array, every
 /// task of it), "12_3" (task 3 of array 12), "12_[1-4,7]" (those tasks),
 /// comma separated. Unknown plain ids are returned as they are (callers
-/// report them); an unknown array task is an error. Throws
+/// report them); an unknown single array task, or a bracket range that
+/// names no task, is an error (indices of a range that are no task are
+/// skipped). Throws
 /// std::invalid_argument naming the bad element.
 std::vector<int64_t> resolve_job_refs(State& st, const std::string& list);
 
