@@ -1,23 +1,41 @@
 // mjstat — queue, job details, history and workload metrics (mjstat(1)).
-#include <CLI/CLI.hpp>
-#include <iostream>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "dynres/config.hpp"
+#include "dynres/jobsel.hpp"
 #include "dynres/jobspec.hpp"
 #include "dynres/metrics.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/schedd.hpp"
 #include "dynres/views.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Show the dynres queue (like squeue), one job in detail, finished jobs, or workload metrics.",
                "mjstat"};
-  std::string home, format = dynres::default_format(), gantt;
-  int64_t job = 0;
-  bool json = false, history = false, metrics = false, summary = false;
-  double tau = 10, time_scale = 1;
+  app.set_help_flag("--help", "print this help and exit");
+  std::string home, format, gantt, jobs_opt, users, states;
+  bool json = false, history = false, metrics = false, summary = false, me = false, noheader = false,
+       long_fmt = false, start = false;
+  double tau = 10, time_scale = 1, iterate = 0;
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
-  app.add_option("-j,--job", job, "show this job in detail");
+  app.add_option("-j,--jobs", jobs_opt, "job ids, comma separated; a single id shows that job in detail");
+  app.add_option("-u,--user", users, "only jobs of these users (names or uids, comma separated)");
+  app.add_flag("--me", me, "only my jobs (same as -u $USER)");
+  app.add_option("-t,--states", states,
+                 "only jobs in these states, comma separated: PD,R,CD,F,CA,TO,NF or long names, or all");
   app.add_flag("--history", history, "include finished jobs");
+  app.add_flag("-h,--noheader", noheader, "no header line");
+  app.add_flag("-l,--long", long_fmt, "more columns: jobid,name,user,state,time,timelimit,nodes,nodelist");
+  app.add_flag("--start", start, "pending jobs with their expected start time (the policy replayed on time limits)");
+  app.add_option("-i,--iterate", iterate, "repeat the queue every SECONDS seconds (live view)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--metrics", metrics, "workload metrics: makespan, utilisation, wait, response, bounded slowdown");
   app.add_option("--tau", tau, "bounded-slowdown threshold in seconds")->check(CLI::PositiveNumber);
   app.add_option("--time-scale", time_scale,
@@ -25,23 +43,36 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--summary", summary, "one line: jobs done, running, pending");
   app.add_option("--gantt", gantt, "write a Gantt chart of all allocations to this PNG file (gnuplot)");
-  app.add_option("-o,--format", format, "columns, comma separated: jobid,name,state,nodes,time,timelimit,nodelist,"
-                                        "reason,kind,minnodes,maxnodes,constraint,submit,start,end,exitcode,wait");
+  app.add_option("-o,--format", format,
+                 "columns, comma separated (jobid,name,user,state,st,nodes,time,timelimit,nodelist,reason,kind,"
+                 "minnodes,maxnodes,constraint,submit,start,end,exitcode,wait), or squeue % codes "
+                 "(%i %j %u %T %t %M %l %D %R %N %r %V %S %e, e.g. \"%.8i %10j %T\")");
   app.add_flag("--json", json, "print JSON");
   CLI11_PARSE(app, argc, argv);
   try {
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
     double now = dynres::now_seconds();
-    if (job) {
-      auto j = st.job(job);
+    dynres::JobFilter filter;
+    std::vector<int64_t> ids;
+    if (!jobs_opt.empty()) ids = dynres::resolve_job_refs(st, jobs_opt);
+    if (ids.size() == 1 && jobs_opt.find_first_of(",_") == std::string::npos && users.empty() && !me &&
+        states.empty() && !start) {  // one job in detail
+      auto j = st.job(ids[0]);
       if (!j) {
-        std::cerr << "mjstat: error: invalid job id " << job << "\n";
+        std::cerr << "mjstat: error: invalid job id " << ids[0] << "\n";
         return 1;
       }
       std::cout << (json ? dynres::job_to_json(*j).dump(2) + "\n" : dynres::render_detail(*j, now));
       return 0;
     }
+    filter.ids.insert(ids.begin(), ids.end());
+    if (!users.empty())
+      for (auto u : dynres::parse_user_list(users)) filter.uids.insert(u);
+    if (me) filter.uids.insert(static_cast<int64_t>(::getuid()));
+    if (!states.empty())
+      for (auto& s : dynres::parse_state_list(states)) filter.states.insert(s);
+    if (start) filter.states = {dynres::kPending};
     if (!gantt.empty()) {
       std::vector<std::string> order;
       for (auto& n : st.nodes()) order.push_back(n.name);
@@ -74,15 +105,43 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    auto jobs = history ? st.jobs() : st.jobs({dynres::kRunning, dynres::kPending});
-    if (json) {
-      nlohmann::json arr = nlohmann::json::array();
-      for (auto& j : jobs) arr.push_back(dynres::job_to_json(j));
-      std::cout << nlohmann::json{{"jobs", arr}}.dump(2) << "\n";
-    } else {
-      std::cout << dynres::render_table(jobs, format, now);
+    if (format.empty())
+      format = start ? "jobid,name,user,st,start,nodes,nodelist" : long_fmt ? dynres::long_format() : dynres::default_format();
+    dynres::render_table({}, format, now);  // reject a bad --format before any output
+    for (;;) {
+      now = dynres::now_seconds();
+      auto jobs = dynres::select_jobs(st, filter, history);
+      if (start) {  // expected start times, shown in the start column
+        auto cfg = dynres::load_config(dynres::config_path(home));
+        std::vector<int64_t> node_ids;
+        auto exp = dynres::schedd::expected_starts(dynres::schedd::build_snapshot(st, now, node_ids), cfg.policy);
+        for (auto& j : jobs) {
+          auto it = exp.find(j.id);
+          if (it != exp.end()) j.start_time = it->second;
+        }
+      }
+      if (json) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (auto& j : jobs) {
+          auto o = dynres::job_to_json(j);
+          if (start) o["expected_start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
+          arr.push_back(o);
+        }
+        std::cout << nlohmann::json{{"jobs", arr}}.dump(2) << "\n";
+      } else {
+        if (iterate > 0) {
+          time_t t = static_cast<time_t>(now);
+          char b[64];
+          std::strftime(b, sizeof b, "%a %b %d %H:%M:%S %Y", std::localtime(&t));
+          std::cout << b << "\n";
+        }
+        std::cout << dynres::render_table(jobs, format, now, !noheader);
+      }
+      if (iterate <= 0) return 0;
+      std::cout << std::flush;
+      std::this_thread::sleep_for(std::chrono::duration<double>(iterate));
+      std::cout << "\n";
     }
-    return 0;
   } catch (const std::exception& e) {
     std::cerr << "mjstat: error: " << e.what() << "\n";
     return 1;

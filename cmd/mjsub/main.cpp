@@ -2,9 +2,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <ctime>
 #include <iostream>
 
+#include "dynres/config.hpp"
 #include "dynres/jobspec.hpp"
+#include "dynres/schedd.hpp"
 #include "dynres/paths.hpp"
 
 int main(int argc, char** argv) {
@@ -13,11 +16,15 @@ int main(int argc, char** argv) {
                "mjsub"};
   dynres::SubmitRequest req;
   std::string home;
-  bool parsable = false, json = false;
+  bool parsable = false, json = false, wait = false, test_only = false;
   for (auto& o : dynres::job_options()) {
     std::string names;
     for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
     std::string canon = o.names.back();
+    if (canon == "--wait") {  // handled here, not a job field
+      app.add_flag(names, wait, o.help);
+      continue;
+    }
     if (o.takes_value)
       app.add_option_function<std::string>(names, [&req, canon](const std::string& v) { req.options.push_back({canon, v}); },
                                            o.help)
@@ -32,14 +39,39 @@ int main(int argc, char** argv) {
     opt->group("sbatch compatibility (no effect)");
   }
   app.add_flag("--parsable", parsable, "print only the job id");
+  app.add_flag("--test-only", test_only,
+               "do not submit: check the job and print when it would start (the policy replayed on time limits)");
   app.add_flag("--json", json, "print the created job as JSON");
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
-  app.add_option("script", req.script_path, "job script (default or '-': standard input)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("script", req.script_path, "job script (default or '-': standard input); arguments after it go to the script");
+  // Everything after the script name is the script's (sbatch): find it,
+  // skipping options and their values, and give CLI11 only what precedes.
+  int script_at = dynres::script_position(argc, argv, {"--home"});
+  if (script_at > 0)
+    for (int k = script_at + 1; k < argc; ++k) req.args.push_back(argv[k]);
+  CLI11_PARSE(app, script_at > 0 ? script_at + 1 : argc, argv);
+  if (const char* w = std::getenv("SBATCH_WAIT"); w && *w) wait = true;
   try {
     req.home = dynres::cluster_home(home);
     char cwd[4096];
     req.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+    if (test_only) {
+      dynres::State st(dynres::state_path(req.home));
+      auto j = dynres::prepare_job(req, st);
+      auto cfg = dynres::load_config(dynres::config_path(req.home));
+      auto at = dynres::schedd::test_only_start(st, j, cfg.policy);
+      if (!at) {
+        std::cout << "mjsub: Job could not start with the current queue (held, or waiting for a dependency)"
+                  << "; not submitted\n";
+        return 0;
+      }
+      time_t t = static_cast<time_t>(*at);
+      char b[32];
+      std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+      std::cout << "mjsub: Job to start at " << b << " using " << j.req_nodes << " node(s) (policy "
+                << dynres::sched::to_string(cfg.policy.policy) << "); not submitted\n";
+      return 0;
+    }
     auto job = dynres::submit_job(req);
     if (json)
       std::cout << dynres::job_to_json(job).dump(2) << "\n";
@@ -47,6 +79,10 @@ int main(int argc, char** argv) {
       std::cout << job.id << "\n";
     else
       std::cout << "Submitted batch job " << job.id << "\n";
+    if (wait) {  // sbatch -W: the job's exit code
+      std::cout << std::flush;
+      return dynres::wait_for_job(req.home, job.id);
+    }
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "mjsub: error: " << e.what() << "\n";

@@ -67,10 +67,10 @@ bad "alias --min-nodes-invasic bad" "--min-nodes" -- mjsub --min-nodes-invasic x
 bad "malformed time 1:99" "--time|1:99" -- mjsub -t 1:99 ok.sh
 bad "malformed time abc" "--time|abc" -- mjsub -t abc ok.sh
 bad "malformed time 1:2:3:4" "--time|1:2:3:4" -- mjsub --time=1:2:3:4 ok.sh
-bad "zero time" "--time" -- mjsub -t 0 ok.sh
+bad "negative time" "--time" -- mjsub -t=-5 ok.sh
 
 # power
-bad "unsupported --export" "--export" -- mjsub --export=PATH ok.sh
+bad "bad --export variable" "--export|1BAD" -- mjsub --export=1BAD ok.sh
 bad "negative power" "--min-power|negative" -- mjsub --min-power -5 ok.sh
 bad "negative power (=)" "--max-power|negative" -- mjsub --max-power=-1 ok.sh
 bad "non-numeric power" "--max-power|abc" -- mjsub --max-power abc ok.sh
@@ -114,7 +114,7 @@ fi
 
 # command line
 bad "unknown option" "--bogus" -- mjsub --bogus ok.sh
-bad "option without value" "--time" -- mjsub ok.sh --time
+bad "option without value" "--time" -- mjsub --time
 bad "wrong cluster" "no state file|$T_TMP/nowhere" -- mjsub --home "$T_TMP/nowhere" ok.sh
 
 # the other tools

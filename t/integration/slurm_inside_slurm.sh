@@ -7,8 +7,12 @@
 #     (SLURM_JOB_NODELIST=n[1-4]); there:
 #     a. vcluster-boot --dir $D/cluster  (detects the allocation, srun launcher)
 #     b. mjsub three jobs (-N 2, -N 1, -N 1); each job script prints what it
-#        sees (MJ_JOB_NODELIST, hostname, and SLURMD_NODENAME / SLURM_STEP_ID,
-#        which the outer slurmstepd sets for the step it runs in) and sleeps;
+#        sees (MJ_JOB_NODELIST, hostname, SLURMD_NODENAME and the outer step
+#        MJ_OUTER_SLURM_JOB_ID.MJ_OUTER_SLURM_STEP_ID, SLURM_JOB_ID /
+#        SLURM_JOB_NODELIST / SLURM_JOB_NUM_NODES, which describe the dynres
+#        job), runs a plain `srun` (the dynres shim: one task per node of the
+#        job, as one outer step, checked against the outer slurmd logs) and
+#        sleeps;
 #     c. wait (bounded) until mjstat says all three are COMPLETED;
 #     d. for each job J, with nodelist(J) from `mjstat -j J --json`: the job's
 #        output names the outer step it ran in (SLURM_JOB_ID.SLURM_STEP_ID,
@@ -22,6 +26,9 @@
 #        and no mjsched/mjstepd/srun/job process of ours may be alive; a second
 #        vcluster-down must succeed too (idempotent).
 #  3. The allocation is released, the fixture stopped, nothing left behind.
+#
+# All of it runs without cgroups: in a private mount namespace where
+# /sys/fs/cgroup is an empty tmpfs (unless no mount namespace can be made).
 #
 # A second, independent link from the outer Slurm: the srun launcher names
 # each step mj<dynres id> (-J), and a poller writes `squeue -s` snapshots
@@ -111,7 +118,9 @@ inside() {
 echo "MJ_JOB_NODELIST=\${MJ_JOB_NODELIST:-}"
 echo "HOSTNAME=\$(hostname)"
 echo "SLURMD_NODENAME=\${SLURMD_NODENAME:-}"
-echo "OUTER_STEP=\${SLURM_JOB_ID:-}.\${SLURM_STEP_ID:-}"
+echo "OUTER_STEP=\${MJ_OUTER_SLURM_JOB_ID:-}.\${MJ_OUTER_SLURM_STEP_ID:-}"
+echo "JOB_SLURM=\${SLURM_JOB_ID:-}:\${SLURM_JOB_NODELIST:-}:\${SLURM_JOB_NUM_NODES:-}"
+srun bash -c 'echo "TASK \$SLURM_PROCID \$SLURMD_NODENAME \$SLURM_JOB_ID.\$SLURM_STEP_ID"'
 sleep $JOB_SLEEP
 echo "DONE"
 EOF
@@ -189,6 +198,20 @@ EOF
             fail "job $id saw MJ_JOB_NODELIST='$seen', mjstat says '$nl'"
         # The outer step J.S the job ran in: SLURM_JOB_ID.SLURM_STEP_ID of its
         # environment, which the outer Slurm sets; this links dynres job and step.
+        # SLURM_* of the job describe the dynres job, not the allocation
+        seen=$(sed -n 's/^JOB_SLURM=//p' "$out")
+        [[ $seen == "$id:$nl:${want_n[$n]}" ]] ||
+            fail "job $id saw SLURM_JOB_ID:SLURM_JOB_NODELIST:SLURM_JOB_NUM_NODES='$seen', expected '$id:$nl:${want_n[$n]}'"
+        # A plain `srun` in the job (the dynres shim) ran one task on each of
+        # the job's nodes, as one outer step; the node daemons confirm it.
+        local tasks tstep tnodes
+        tasks=$(awk '$1 == "TASK" {print $3}' "$out" | sort | tr '\n' ' ' | sed 's/ $//')
+        [[ $tasks == "$nodes" ]] || fail "srun in job $id ran tasks on '$tasks', the job's nodes are '$nodes'"
+        tstep=$(awk '$1 == "TASK" {print $4}' "$out" | sort -u)
+        [[ $tstep =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] || fail "srun in job $id: tasks in outer step(s) '$tstep'"
+        tnodes=$("$FIXTURE" steps "$fix" "$SLURM_JOB_ID" | awk -v s="$tstep" '$1 == s {print $2}' | sort | tr '\n' ' ' | sed 's/ $//')
+        [[ $tnodes == "$nodes" ]] ||
+            fail "outer slurmd logs: step $tstep (srun in job $id) launched on '$tnodes', expected '$nodes'"
         step=$(sed -n 's/^OUTER_STEP=//p' "$out")
         [[ $step =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] ||
             fail "job $id did not run in an outer step of allocation $SLURM_JOB_ID (OUTER_STEP='$step')"
@@ -217,7 +240,7 @@ EOF
     # its outer step too (not only the daemon).
     cat >"$D/long.sh" <<'EOF'
 #!/bin/bash
-echo "OUTER_STEP=${SLURM_JOB_ID:-}.${SLURM_STEP_ID:-}"
+echo "OUTER_STEP=${MJ_OUTER_SLURM_JOB_ID:-}.${MJ_OUTER_SLURM_STEP_ID:-}"
 sleep 300
 EOF
     chmod +x "$D/long.sh"
@@ -271,6 +294,23 @@ for t in mjsub mjstat mjsched; do
     command -v "$t" >/dev/null || fail "$t not on PATH (DYNRES_BUILD=${DYNRES_BUILD:-unset})"
 done
 [[ -x $BOOT && -x $DOWN ]] || fail "missing $BOOT or $DOWN"
+
+# No cgroups: the whole test runs in a private mount namespace where
+# /sys/fs/cgroup is an empty tmpfs (as in a container or chroot without
+# cgroups), so the fixture must work without them (issue 10, defect 10:
+# slurmd failed with "Unable to initialize cgroup plugin"). Where a mount
+# namespace cannot be made the test runs as it is, and says so.
+if [[ -z ${DYNRES_SIS_NO_CGROUP:-} ]]; then
+    if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+        exec env DYNRES_SIS_NO_CGROUP=1 unshare -m bash -c \
+            'mount --make-rprivate / && mount -t tmpfs -o size=1m,mode=755 nocgroup /sys/fs/cgroup && exec bash "$0" "$@"' \
+            "$SELF" "$@"
+    fi
+    log "cannot create a mount namespace: running with the machine's cgroups visible"
+else
+    [[ -z $(ls -A /sys/fs/cgroup) ]] || fail "/sys/fs/cgroup is not hidden in the private mount namespace"
+    log "running without cgroups (/sys/fs/cgroup is an empty tmpfs in a private mount namespace)"
+fi
 
 # This test makes its own clusters: nothing of an enclosing Slurm job or
 # dynres job may leak in (and our leftover check keys on MJ_JOB_ID).

@@ -2,12 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "dynres/sched.hpp"
+#include "dynres/paths.hpp"
 #include "dynres/slurmtime.hpp"
 
 namespace dynres {
@@ -16,7 +21,7 @@ const std::vector<OptionDef>& job_options() {
   static const std::vector<OptionDef> opts = {
       {{"-J", "--job-name"}, true, "job name (default: script file name)"},
       {{"-N", "--nodes"}, true, "node count N, or a range MIN-MAX (makes the job moldable)"},
-      {{"-t", "--time"}, true, "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED"},
+      {{"-t", "--time"}, true, "time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED or 0 (no limit)"},
       {{"-o", "--output"}, true, "standard output file (%j = job id, %x = job name); default mj-%j.out"},
       {{"-e", "--error"}, true, "standard error file (default: with the output)"},
       {{"-D", "--chdir"}, true, "working directory of the job"},
@@ -26,16 +31,25 @@ const std::vector<OptionDef>& job_options() {
       {{"--min-power"}, true, "lowest power per node the job draws, watts"},
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
-      {{"--export"}, true, "ALL (default): the job gets the submitter's environment; NONE: the scheduler's"},
+      {{"--export"}, true,
+       "ALL (default): the submitter's environment; NONE: the scheduler's; [ALL,]VAR[=value],...: "
+       "only (or also) these variables"},
+      {{"-d", "--dependency"}, true,
+       "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
+      {{"-a", "--array"}, true, "job array: indices 1-5, 1,3,7, 0-15:4, with %N at most N running at once"},
+      {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code (command line only)"},
+      {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
+      {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
+      {{"-n", "--ntasks"}, true, "number of tasks; without -N the node count follows from the nodes' CPUs"},
+      {{"--ntasks-per-node"}, true, "tasks per node (at most the node's CPUs / --cpus-per-task)"},
+      {{"-c", "--cpus-per-task"}, true, "CPUs per task (default 1)"},
+      {{"--wrap"}, true, "run this shell command as the job (/bin/sh -c; no script file, command line only)"},
   };
   return opts;
 }
 
 const std::vector<OptionDef>& ignored_sbatch_options() {
   static const std::vector<OptionDef> opts = {
-      {{"-n", "--ntasks"}, true, "accepted for sbatch compatibility; no effect"},
-      {{"--ntasks-per-node"}, true, "accepted for sbatch compatibility; no effect"},
-      {{"-c", "--cpus-per-task"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-p", "--partition"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-A", "--account"}, true, "accepted for sbatch compatibility; no effect"},
       {{"-q", "--qos"}, true, "accepted for sbatch compatibility; no effect"},
@@ -66,6 +80,13 @@ int parse_count(const std::string& opt, const std::string& v) {
   int n = std::stoi(v);
   if (n < 1) throw SpecError(opt + ": node count must be at least 1, got '" + v + "'");
   return n;
+}
+
+int parse_positive(const std::string& opt, const std::string& v, const std::string& what) {
+  if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+      std::stoi(v) < 1)
+    throw SpecError(opt + ": invalid " + what + " '" + v + "' (a whole number >= 1)");
+  return std::stoi(v);
 }
 
 double parse_watts(const std::string& opt, const std::string& v) {
@@ -129,20 +150,24 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   if (key == "--job-name") {
     s.name = v;
   } else if (key == "--nodes") {
+    // -N is one field: a later -N replaces an earlier -N entirely
     auto dash = v.find('-');
     if (dash != std::string::npos) {
-      s.min_nodes = parse_count(key, v.substr(0, dash));
-      s.max_nodes = parse_count(key, v.substr(dash + 1));
+      int lo = parse_count(key, v.substr(0, dash)), hi = parse_count(key, v.substr(dash + 1));
+      s.min_nodes = lo, s.max_nodes = hi, s.nodes.reset(), s.range_from_N = true;
     } else {
-      s.nodes = parse_count(key, v);
+      int n = parse_count(key, v);
+      if (s.range_from_N) s.min_nodes.reset(), s.max_nodes.reset(), s.range_from_N = false;
+      s.nodes = n;
     }
+    s.nodes_given = true;
   } else if (key == "--time") {
     try {
       s.time_limit = parse_time_limit(v);
     } catch (const std::invalid_argument& e) {
       throw SpecError(key + ": " + e.what());
     }
-    if (*s.time_limit == 0) throw SpecError(key + ": time limit must be positive");
+    if (*s.time_limit == 0) s.time_limit = kUnlimited;  // as Slurm: -t 0 is no limit
   } else if (key == "--output") {
     s.output = v;
   } else if (key == "--error") {
@@ -151,8 +176,10 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.chdir = v;
   } else if (key == "--min-nodes-invasic") {
     s.min_nodes = parse_count("--min-nodes", v);
+    s.range_from_N = false;
   } else if (key == "--max-nodes-invasic") {
     s.max_nodes = parse_count("--max-nodes", v);
+    s.range_from_N = false;
   } else if (key == "--node-constraints") {
     if (!sched::parse_constraint(v))
       throw SpecError("--node-constraint: unknown constraint '" + v + "' (none|even|odd|pof2|square|cube)");
@@ -164,8 +191,47 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   } else if (key == "--export") {
     std::string u = v;
     for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (u != "ALL" && u != "NONE") throw SpecError("--export: only ALL or NONE are supported, got '" + v + "'");
-    s.export_env = u == "ALL";
+    s.export_vars.clear();
+    if (u == "ALL" || u == "NONE") {
+      s.export_env = u == "ALL";
+    } else {  // [ALL,]VAR[=value],...
+      std::stringstream ss(v);
+      bool all = false;
+      for (std::string w; std::getline(ss, w, ',');) {
+        std::string uw = w;
+        for (auto& c : uw) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (uw == "ALL") {
+          all = true;
+          continue;
+        }
+        std::string name = w.substr(0, w.find('='));
+        bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                  std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+        if (!ok) throw SpecError("--export: invalid variable name '" + name + "' in '" + v + "'");
+        if (uw == "NONE") throw SpecError("--export: NONE cannot be combined with variables");
+        s.export_vars.push_back(w);
+      }
+      s.export_env = all;
+    }
+  } else if (key == "--wrap") {
+    s.wrap = v;
+  } else if (key == "--array") {
+    std::tie(s.array_tasks, s.array_max) = parse_array(v);
+  } else if (key == "--wait") {
+    if (!v.empty()) throw SpecError("--wait takes no value");
+  } else if (key == "--ntasks") {
+    s.ntasks = parse_positive(key, v, "task count");
+  } else if (key == "--ntasks-per-node") {
+    s.ntasks_per_node = parse_positive(key, v, "task count");
+  } else if (key == "--cpus-per-task") {
+    s.cpus_per_task = parse_positive(key, v, "CPU count");
+  } else if (key == "--dependency") {
+    s.dependency = format_dependency(parse_dependency(v));
+  } else if (key == "--hold") {
+    if (!v.empty()) throw SpecError("--hold takes no value");
+    s.hold = true;
+  } else if (key == "--begin") {
+    s.begin = parse_begin_time(v, now_seconds());
   } else if (key == "--rigid") {
     if (!v.empty()) throw SpecError("--rigid takes no value");
     s.rigid = true;
@@ -220,8 +286,203 @@ std::vector<Directive> parse_directives(const std::string& script) {
   return out;
 }
 
+std::pair<std::vector<int>, int> parse_array(const std::string& v) {
+  auto bad = [&](const std::string& why) { return SpecError("--array: " + why + " in '" + v + "'"); };
+  auto number = [&](const std::string& w) {
+    if (w.empty() || w.size() > 7 || !std::all_of(w.begin(), w.end(), [](unsigned char c) { return std::isdigit(c); }))
+      throw bad("invalid number '" + w + "'");
+    int n = std::stoi(w);
+    if (n > 1000000) throw bad("index " + w + " above 1000000");
+    return n;
+  };
+  std::string body = v;
+  int max = 0;
+  if (auto pct = v.find('%'); pct != std::string::npos) {
+    body = v.substr(0, pct);
+    max = number(v.substr(pct + 1));
+    if (max < 1) throw bad("%0 would never run a task");
+  }
+  std::set<int> idx;
+  std::stringstream ss(body);
+  for (std::string part; std::getline(ss, part, ',');) {
+    int step = 1;
+    if (auto colon = part.find(':'); colon != std::string::npos) {
+      step = number(part.substr(colon + 1));
+      if (step < 1) throw bad("step 0");
+      part = part.substr(0, colon);
+    }
+    auto dash = part.find('-');
+    int lo = number(part.substr(0, dash)), hi = dash == std::string::npos ? lo : number(part.substr(dash + 1));
+    if (hi < lo) throw bad("range " + part + " goes backwards");
+    for (int k = lo; k <= hi; k += step) {
+      idx.insert(k);
+      if (idx.size() > 10000) throw bad("more than 10000 tasks");
+    }
+  }
+  if (idx.empty()) throw bad("no index");
+  return {std::vector<int>(idx.begin(), idx.end()), max};
+}
+
+std::vector<Dependency> parse_dependency(const std::string& v) {
+  if (v.find('?') != std::string::npos)
+    throw SpecError("--dependency: '?' (any of) is not supported, only ',' (all of): '" + v + "'");
+  std::vector<Dependency> out;
+  std::stringstream ss(v);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (part.empty()) throw SpecError("--dependency: empty condition in '" + v + "'");
+    if (part == "singleton") {
+      out.push_back({"singleton", {}});
+      continue;
+    }
+    auto colon = part.find(':');
+    std::string type = part.substr(0, colon);
+    if (type != "after" && type != "afterany" && type != "afterok" && type != "afternotok")
+      throw SpecError("--dependency: unknown type '" + type + "' (after, afterany, afterok, afternotok, singleton)");
+    if (colon == std::string::npos) throw SpecError("--dependency: '" + part + "' names no job id");
+    Dependency d{type, {}};
+    std::stringstream ids(part.substr(colon + 1));
+    for (std::string id; std::getline(ids, id, ':');) {
+      if (id.empty() || id.size() > 15 || !std::all_of(id.begin(), id.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+          std::stoll(id) < 1)
+        throw SpecError("--dependency: invalid job id '" + id + "' in '" + part + "'");
+      d.jobs.push_back(std::stoll(id));
+    }
+    if (d.jobs.empty()) throw SpecError("--dependency: '" + part + "' names no job id");
+    out.push_back(d);
+  }
+  if (out.empty()) throw SpecError("--dependency: empty value");
+  return out;
+}
+
+std::string format_dependency(const std::vector<Dependency>& ds) {
+  std::string s;
+  for (auto& d : ds) {
+    s += (s.empty() ? "" : ",") + d.type;
+    for (auto id : d.jobs) s += ":" + std::to_string(id);
+  }
+  return s;
+}
+
+std::string dependency_status(const std::string& dep,
+                              const std::function<std::optional<JobRecord>(int64_t)>& lookup,
+                              const std::function<bool()>& same_name_active) {
+  if (dep.empty()) return "";
+  bool waiting = false;
+  for (auto& d : parse_dependency(dep)) {
+    if (d.type == "singleton") {
+      if (same_name_active()) waiting = true;
+      continue;
+    }
+    for (auto id : d.jobs) {
+      auto j = lookup(id);
+      if (!j) return "DependencyNeverSatisfied";
+      bool ended = is_final_state(j->state);
+      bool ok = j->state == kCompleted && j->exit_code.value_or(0) == 0;
+      if (d.type == "after") {
+        if (j->state == kPending) waiting = true;
+      } else if (d.type == "afterany") {
+        if (!ended) waiting = true;
+      } else if (d.type == "afterok") {
+        if (ended && !ok) return "DependencyNeverSatisfied";
+        if (!ended) waiting = true;
+      } else {  // afternotok
+        if (ended && ok) return "DependencyNeverSatisfied";
+        if (!ended) waiting = true;
+      }
+    }
+  }
+  return waiting ? "Dependency" : "";
+}
+
+double parse_begin_time(const std::string& v, double now) {
+  auto bad = [&] {
+    return SpecError("--begin: invalid time '" + v +
+                     "' (now, now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]])");
+  };
+  std::string u;
+  for (char c : v) u += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (u == "now") return now;
+  if (u.rfind("now+", 0) == 0) {
+    size_t k = 4;
+    while (k < u.size() && std::isdigit(static_cast<unsigned char>(u[k]))) ++k;
+    if (k == 4 || k - 4 > 9) throw bad();
+    double n = std::stod(u.substr(4, k - 4));
+    std::string unit = u.substr(k);
+    double mult = 0;
+    if (unit.empty() || unit == "s" || unit == "sec" || unit == "seconds") mult = 1;
+    else if (unit == "m" || unit == "min" || unit == "minutes") mult = 60;
+    else if (unit == "h" || unit == "hour" || unit == "hours") mult = 3600;
+    else if (unit == "d" || unit == "day" || unit == "days") mult = 86400;
+    else throw bad();
+    return now + n * mult;
+  }
+  int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
+  char tail = 0;
+  time_t t = static_cast<time_t>(now);
+  struct tm tmv;
+  ::localtime_r(&t, &tmv);
+  auto valid_hms = [&] { return h >= 0 && h <= 23 && m >= 0 && m <= 59 && sec >= 0 && sec <= 59; };
+  if (std::sscanf(v.c_str(), "%d:%d:%d%c", &h, &m, &sec, &tail) == 3 ||
+      (sec = 0, std::sscanf(v.c_str(), "%d:%d%c", &h, &m, &tail) == 2)) {
+    if (!valid_hms()) throw bad();
+    tmv.tm_hour = h, tmv.tm_min = m, tmv.tm_sec = sec, tmv.tm_isdst = -1;
+    double at = static_cast<double>(::mktime(&tmv));
+    if (at < now) {
+      tmv.tm_mday += 1;
+      tmv.tm_isdst = -1;
+      at = static_cast<double>(::mktime(&tmv));
+    }
+    return at;
+  }
+  h = m = sec = 0;
+  int n = std::sscanf(v.c_str(), "%4d-%2d-%2dT%d:%d:%d%c", &Y, &M, &D, &h, &m, &sec, &tail);
+  if (!(n == 3 && v.size() == 10) && n != 5 && n != 6) throw bad();
+  if (n == 5 && v.find(':', v.find('T') + 1) != v.rfind(':')) throw bad();
+  if (M < 1 || M > 12 || D < 1 || D > 31 || !valid_hms()) throw bad();
+  struct tm at {};
+  at.tm_year = Y - 1900, at.tm_mon = M - 1, at.tm_mday = D, at.tm_hour = h, at.tm_min = m, at.tm_sec = sec;
+  at.tm_isdst = -1;
+  return static_cast<double>(::mktime(&at));
+}
+
+JobSpec merge_specs(JobSpec s, const JobSpec& c) {
+  if (c.nodes_given) {  // the command line's -N replaces the script's -N (count or range)
+    if (s.range_from_N || c.range_from_N) s.min_nodes = c.min_nodes, s.max_nodes = c.max_nodes;
+    s.nodes = c.nodes, s.range_from_N = c.range_from_N, s.nodes_given = true;
+    if (c.range_from_N) s.rigid = c.rigid;  // a command-line range is not made rigid by the script
+  }
+  if (c.min_nodes && !c.range_from_N) s.min_nodes = c.min_nodes;
+  if (c.max_nodes && !c.range_from_N) s.max_nodes = c.max_nodes;
+  auto take = [](auto& dst, const auto& src) {
+    if (src) dst = src;
+  };
+  take(s.name, c.name);
+  take(s.constraint, c.constraint);
+  take(s.time_limit, c.time_limit);
+  take(s.output, c.output);
+  take(s.error, c.error);
+  take(s.chdir, c.chdir);
+  take(s.min_power, c.min_power);
+  take(s.max_power, c.max_power);
+  take(s.export_env, c.export_env);
+  if (c.export_env) s.export_vars = c.export_vars;
+  take(s.wrap, c.wrap);
+  take(s.begin, c.begin);
+  take(s.dependency, c.dependency);
+  if (!c.array_tasks.empty()) s.array_tasks = c.array_tasks, s.array_max = c.array_max;
+  take(s.ntasks, c.ntasks);
+  take(s.ntasks_per_node, c.ntasks_per_node);
+  take(s.cpus_per_task, c.cpus_per_task);
+  s.hold = s.hold || c.hold;
+  s.rigid = s.rigid || c.rigid;
+  return s;
+}
+
 void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
   for (auto& d : ds) {
+    if (d.name == "--wrap" || d.name == "-W" || d.name == "--wait")
+      throw SpecError("line " + std::to_string(d.line) + ": '" + d.text + "': " + d.name +
+                      " is only valid on the command line");
     try {
       apply_option(spec, d.name, d.value);
     } catch (const SpecError& e) {
@@ -231,7 +492,7 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds) {
 }
 
 JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_text,
-                      const std::string& default_name, const std::string& cwd) {
+                      const std::string& default_name, const std::string& cwd, int cpus_per_node) {
   using namespace sched;
   JobRecord j;
   j.name = s.name.value_or(default_name);
@@ -242,6 +503,36 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   bool range = s.min_nodes || s.max_nodes;
   if (s.rigid && range) throw SpecError("--rigid: conflicts with a node range (--min-nodes/--max-nodes or -N MIN-MAX)");
   if (cluster < 1) throw SpecError("the cluster has no usable nodes");
+  // tasks and CPUs (sbatch -n, --ntasks-per-node, -c)
+  const int P = std::max(1, cpus_per_node), C = s.cpus_per_task.value_or(1);
+  const std::string per_node = " CPUs of a node (" + std::to_string(P) + ")";
+  if (C > P) throw SpecError("--cpus-per-task (" + std::to_string(C) + ") is more than the" + per_node);
+  if (s.ntasks_per_node && *s.ntasks_per_node * C > P)
+    throw SpecError("--ntasks-per-node (" + std::to_string(*s.ntasks_per_node) + ") x --cpus-per-task (" +
+                    std::to_string(C) + ") is more than the" + per_node);
+  const int tpn = s.ntasks_per_node.value_or(P / C);
+  if (range && (s.ntasks || s.ntasks_per_node))
+    throw SpecError("--ntasks/--ntasks-per-node need a fixed node count, not a node range");
+  std::optional<int> task_nodes;  // node count that follows from the tasks
+  int ntasks = 0;
+  if (s.ntasks) {
+    ntasks = *s.ntasks;
+    if (s.nodes) {
+      if (ntasks > *s.nodes * tpn)
+        throw SpecError("--ntasks (" + std::to_string(ntasks) + ") does not fit on --nodes (" +
+                        std::to_string(*s.nodes) + ") with " + std::to_string(tpn) + " task(s) per node");
+      if (ntasks < *s.nodes)
+        throw SpecError("--ntasks (" + std::to_string(ntasks) + ") is fewer tasks than --nodes (" +
+                        std::to_string(*s.nodes) + ")");
+    } else {
+      task_nodes = (ntasks + tpn - 1) / tpn;
+    }
+  } else if (s.ntasks_per_node) {
+    ntasks = s.nodes.value_or(1) * *s.ntasks_per_node;
+  }
+  j.ntasks = ntasks;
+  j.ntasks_per_node = s.ntasks_per_node.value_or(0);
+  j.cpus_per_task = C;
   if (range) {
     j.kind = "moldable";
     j.min_nodes = s.min_nodes.value_or(1);
@@ -260,9 +551,11 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
     j.req_nodes = std::min(j.req_nodes, j.max_nodes);
   } else {
     j.kind = "rigid";
-    j.req_nodes = j.min_nodes = j.max_nodes = s.nodes.value_or(1);
+    j.req_nodes = j.min_nodes = j.max_nodes = task_nodes.value_or(s.nodes.value_or(1));
     if (j.req_nodes > cluster)
-      throw SpecError("--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (" +
+      throw SpecError((task_nodes ? "--ntasks (" + std::to_string(ntasks) + ") needs " + std::to_string(*task_nodes) +
+                                        " nodes of " + std::to_string(P) + " CPUs, more than the cluster has ("
+                                  : "--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (") +
                       std::to_string(cluster) + ")");
   }
   if (largest_admissible(*c, j.min_nodes, j.max_nodes) == 0)
@@ -280,6 +573,9 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.stdout_path = abs(s.output.value_or("mj-%j.out"));
   j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
   j.script = script_text;
+  j.held = s.hold;
+  j.begin_time = s.begin;
+  j.dependency = s.dependency.value_or("");
   j.submit_dir = cwd;
   j.uid = static_cast<int64_t>(::getuid());
   j.state = kPending;

@@ -1,9 +1,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <iostream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include "dynres/jobspec.hpp"
@@ -13,10 +17,27 @@
 namespace dynres {
 
 JobRecord submit_job(const SubmitRequest& req) {
+  State st(state_path(req.home));
+  std::vector<int> tasks;
+  JobRecord j = prepare_job(req, st, &tasks);
+  j.id = tasks.empty() ? st.submit(j) : st.submit_array(j, tasks, j.array_max).front();
+  proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
+  return *st.job(j.id);
+}
+
+JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks) {
   std::string text, default_name;
-  if (req.script_path.empty() && ::isatty(0))
+  JobSpec cli;
+  for (auto& [name, value] : req.options) apply_option(cli, name, value);
+  if (cli.wrap) {  // sbatch --wrap: the job is "#!/bin/sh" plus the command
+    if (!req.script_path.empty())
+      throw SpecError("--wrap: a job script ('" + req.script_path + "') cannot be given as well");
+    if (cli.wrap->find('\0') != std::string::npos) throw SpecError("--wrap: the command contains a NUL byte");
+    text = "#!/bin/sh\n" + *cli.wrap + "\n";
+    default_name = "wrap";
+  } else if (req.script_path.empty() && ::isatty(0)) {
     throw SpecError("no job script given (and standard input is a terminal): mjsub [options] SCRIPT");
-  if (req.script_path.empty() || req.script_path == "-") {
+  } else if (req.script_path.empty() || req.script_path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     default_name = "sbatch";
   } else {
@@ -29,29 +50,98 @@ JobRecord submit_job(const SubmitRequest& req) {
     if (f.bad()) throw SpecError("cannot read job script '" + req.script_path + "': read error");
     default_name = req.script_path.substr(req.script_path.rfind('/') + 1);
   }
-  if (text.empty()) throw SpecError("job script '" + (req.script_path.empty() ? "-" : req.script_path) + "' is empty");
+  if (text.empty() && !cli.wrap) throw SpecError("job script '" + (req.script_path.empty() ? "-" : req.script_path) + "' is empty");
   if (text.find('\0') != std::string::npos) throw SpecError("job script '" + req.script_path + "' is a binary file");
 
-  JobSpec spec;
-  apply_directives(spec, parse_directives(text));
-  for (auto& [name, value] : req.options) apply_option(spec, name, value);
+  JobSpec script_spec;
+  if (!cli.wrap) apply_directives(script_spec, parse_directives(text));
+  JobSpec env_spec;  // SBATCH_* input variables: over the script, under the command line
+  for (auto& [var, opt] : sbatch_input_variables()) {
+    const char* v = std::getenv(var.c_str());
+    if (!v || opt.empty()) continue;
+    try {
+      apply_option(env_spec, opt, v);
+    } catch (const SpecError& e) {
+      throw SpecError(var + ": " + e.what());
+    }
+  }
+  JobSpec spec = merge_specs(merge_specs(script_spec, env_spec), cli);  // command line wins, field by field
 
-  State st(state_path(req.home));
-  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd);
-  if (spec.export_env) {  // sbatch --export=ALL: the job runs in the submitter's environment
+  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
+  if (!j.dependency.empty())
+    for (auto& d : parse_dependency(j.dependency))
+      for (auto id : d.jobs)
+        if (!st.job(id)) throw SpecError("--dependency: job " + std::to_string(id) + " does not exist");
+  if (spec.export_env.value_or(true) || !spec.export_vars.empty()) {
+    // sbatch --export=ALL: the job runs in the submitter's environment;
+    // --export=VAR,...: only these variables (plus ALL when listed)
     nlohmann::json env = nlohmann::json::object();
     for (char** e = environ; e && *e; ++e) {
       std::string kv = *e;
       auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (eq == std::string::npos) continue;
+      std::string name = kv.substr(0, eq);
+      bool listed = spec.export_env.value_or(true);
+      for (auto& w : spec.export_vars)
+        if (w == name) listed = true;
+      if (listed) env[name] = kv.substr(eq + 1);
     }
+    for (auto& w : spec.export_vars)
+      if (w.find('=') != std::string::npos) env[w.substr(0, w.find('='))] = w.substr(w.find('=') + 1);
     // variables that are not valid UTF-8 get U+FFFD instead of failing the submission
     j.env = env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
+  if (!req.args.empty()) j.args = nlohmann::json(req.args).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   j.submit_time = now_seconds();
-  j.id = st.submit(j);
-  proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
-  return *st.job(j.id);
+  if (array_tasks) *array_tasks = spec.array_tasks;
+  j.array_max = spec.array_max;
+  return j;
+}
+
+const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables() {
+  static const std::vector<std::pair<std::string, std::string>> v = {
+      {"SBATCH_JOB_NAME", "--job-name"}, {"SBATCH_TIMELIMIT", "--time"}, {"SBATCH_OUTPUT", "--output"},
+      {"SBATCH_ERROR", "--error"},       {"SBATCH_EXPORT", "--export"},  {"SBATCH_ACCOUNT", ""},
+      {"SBATCH_PARTITION", ""},          {"SBATCH_QOS", ""}};
+  return v;
+}
+
+int script_position(int argc, char** argv, const std::vector<std::string>& extra_valued) {
+  std::set<std::string> valued(extra_valued.begin(), extra_valued.end());
+  for (auto* list : {&job_options(), &ignored_sbatch_options()})
+    for (auto& o : *list)
+      if (o.takes_value) valued.insert(o.names.begin(), o.names.end());
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") return i + 1 < argc ? i + 1 : 0;
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.rfind("--", 0) == 0 ? a.find('=') == std::string::npos && valued.count(a)
+                                : a.size() == 2 && valued.count(a))
+        ++i;  // its value
+      continue;
+    }
+    return i;  // the script (or "-")
+  }
+  return 0;
+}
+
+int wait_for_job(const std::string& home, int64_t id, double poll_s) {
+  State st(state_path(home));
+  for (;;) {
+    auto j = st.job(id);
+    if (!j) throw DbError("job " + std::to_string(id) + " vanished from the state file");
+    if (is_final_state(j->state)) return j->state == kCompleted ? 0 : (j->exit_code && *j->exit_code ? *j->exit_code : 1);
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+}
+
+HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold) {
+  auto j = st.job(id);
+  if (!j) return HoldResult::not_found;
+  if (uid != 0 && j->uid != uid) return HoldResult::not_owner;
+  if (!st.set_held(id, hold, now_seconds())) return HoldResult::not_pending;
+  if (!hold) proto::notify(sched_socket(home), {{"op", "wake"}, {"why", "release"}, {"job", id}});
+  return HoldResult::done;
 }
 
 nlohmann::json job_to_json(const JobRecord& j) {
@@ -78,6 +168,14 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["exit_code"] = j.exit_code ? nlohmann::json(*j.exit_code) : nlohmann::json(nullptr);
   o["min_power_w"] = j.min_power ? nlohmann::json(*j.min_power) : nlohmann::json(nullptr);
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
+  o["held"] = j.held;
+  o["dependency"] = j.dependency;
+  o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
+  o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
+  o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;
+  o["ntasks_per_node"] = j.ntasks_per_node ? nlohmann::json(j.ntasks_per_node) : nlohmann::json(nullptr);
+  o["cpus_per_task"] = j.cpus_per_task;
+  o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
   return o;
 }
 

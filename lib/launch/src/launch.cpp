@@ -1,6 +1,7 @@
 #include "dynres/launch.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -57,9 +58,62 @@ bool supervisor_alive(int64_t pid, int64_t job_id) {
   return false;
 }
 
-void kill_step(std::optional<int64_t> pgid) {
-  if (pgid && *pgid > 1 && ::kill(-static_cast<pid_t>(*pgid), 0) == 0) ::kill(-static_cast<pid_t>(*pgid), SIGKILL);
+namespace {
+// Fields of /proc/PID/stat after the command name: [0] = state (field 3).
+std::vector<std::string> stat_fields(int64_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto rp = stat.rfind(')');
+  std::vector<std::string> out;
+  if (rp == std::string::npos) return out;
+  std::istringstream in(stat.substr(rp + 1));
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
 }
+}  // namespace
+
+std::optional<int64_t> process_start_time(int64_t pid) {
+  if (pid <= 0) return std::nullopt;
+  auto f = stat_fields(pid);
+  if (f.size() < 20) return std::nullopt;
+  return std::stoll(f[19]);  // field 22: starttime
+}
+
+bool kill_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start) {
+  return signal_step(pgid, leader_start, SIGKILL);
+}
+
+bool signal_step(std::optional<int64_t> pgid, std::optional<int64_t> leader_start, int sig) {
+  if (!pgid || *pgid <= 1) return false;
+  auto f = stat_fields(*pgid);
+  if (f.size() >= 20) {
+    // A process holds this pid: it must be the step's leader, still leading
+    // its group; otherwise the pgid was reused by an unrelated group.
+    if (!leader_start || std::stoll(f[19]) != *leader_start || std::stoll(f[2]) != *pgid) return false;
+  }
+  // Leader gone: while any member lives the group id cannot be reused.
+  return ::kill(-static_cast<pid_t>(*pgid), sig) == 0;
+}
+
+std::string spool_file(const std::string& home, int64_t job_id, const std::string& ext) {
+  return spool_dir(home) + "/job" + std::to_string(job_id) + "." + ext;
+}
+
+void remove_spool_files(const std::string& home, int64_t job_id) {
+  for (const char* ext : {"sh", "hosts", "end"}) ::unlink(spool_file(home, job_id, ext).c_str());
+}
+
+namespace {
+// Default dispositions for every signal (SIG_IGN survives exec: the
+// daemon's ignored SIGPIPE would reach every job) and the given mask.
+void reset_signals_for_exec(const sigset_t& mask) {
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &sa, nullptr);  // fails harmlessly for KILL, STOP, RT internals
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+}
+}  // namespace
 
 Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
   int p[2], ex[2];  // p: the "go" pipe; ex: closes on a successful exec (or carries errno)
@@ -79,16 +133,22 @@ Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
     ::setsid();
     if (p[0] == 3) ::fcntl(3, F_SETFD, 0);  // dup2(3, 3) would keep close-on-exec
     else ::dup2(p[0], 3);                   // dup2 clears close-on-exec on fd 3
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
+    int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0 && devnull != 0) ::dup2(devnull, 0);  // fd 0 without close-on-exec; devnull closes at exec
+    // Nothing else the daemon holds or inherited reaches the supervisor (and
+    // so the job): only 0, 1, 2 and the go pipe on 3; ex[1] is close-on-exec.
+    if (::close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+      for (int fd = 4; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     std::string id = std::to_string(cfg.job_id), kw = std::to_string(cfg.kill_wait);
     std::vector<const char*> argv = {stepd_path.c_str(), "--home", cfg.home.c_str(), "--job", id.c_str(),
                                      "--launcher", cfg.launcher.c_str(), "--kill-wait", kw.c_str(),
                                      "--go-fd", "3", nullptr};
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGCHLD, SIG_DFL);
+    // mjstepd handles TERM/INT/HUP with sigtimedwait: keep them blocked
+    // across exec so an early cancel waits for it instead of killing it.
+    sigset_t keep;
+    sigemptyset(&keep);
+    for (int sg : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&keep, sg);
+    reset_signals_for_exec(keep);
     ::execv(stepd_path.c_str(), const_cast<char* const*>(argv.data()));
     int e = errno;
     (void)!::write(ex[1], &e, sizeof e);
@@ -161,15 +221,36 @@ void apply_job_environment(const std::string& json_env) {
   for (auto& [k, v] : slurm) ::setenv(k.c_str(), v.c_str(), 1);
 }
 
-// Record the end, retrying if the state file is briefly unavailable.
-void record_end(State& st, int64_t id, const std::string& state, std::optional<int> code, const std::string& why) {
+// Record the end of the job. The result goes to the hand-off file
+// spool/jobN.end first (collected by the daemon or mjcancel if this
+// supervisor dies before it is recorded); then the state file is retried with
+// back-off (0.1 s doubling to 5 s) until the end is recorded: an exit status
+// is never dropped because the file stayed busy. Gives up (leaving the
+// hand-off) only when the state file itself is gone.
+void record_end(State& st, const std::string& home, int64_t id, const std::string& state, std::optional<int> code,
+                const std::string& why) {
+  const double end = now_seconds();
+  nlohmann::json h = {{"state", state}, {"reason", why}, {"end_time", end}};
+  h["exit_code"] = code ? nlohmann::json(*code) : nlohmann::json(nullptr);
+  try {
+    ::mkdir(spool_dir(home).c_str(), 0700);
+    write_file(spool_file(home, id, "end"), h.dump() + "\n", 0600);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mjstepd: job %lld: %s\n", (long long)id, e.what());
+  }
+  double backoff = 0.1;
   for (int attempt = 0;; ++attempt) {
     try {
-      st.finish_job(id, state, code, why, now_seconds());
+      st.finish_job(id, state, code, why, end);
+      ::unlink(spool_file(home, id, "end").c_str());
       return;
     } catch (const DbError& e) {
-      if (attempt >= 20) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      struct stat sb;
+      if (::stat(state_path(home).c_str(), &sb) != 0) throw;  // no state file any more: leave the hand-off
+      if (attempt == 0 || attempt % 20 == 0)
+        std::fprintf(stderr, "mjstepd: job %lld: cannot record the end yet (%s); retrying\n", (long long)id, e.what());
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(5.0, backoff * 2);
     }
   }
 }
@@ -177,8 +258,8 @@ void record_end(State& st, int64_t id, const std::string& state, std::optional<i
 }  // namespace
 
 int run_step(const StepConfig& cfg, int go_fd) {
-  // Block the signals we handle synchronously with sigtimedwait; the child
-  // unblocks them before exec.
+  // Block the signals we handle synchronously with sigtimedwait (spawn_supervisor
+  // already keeps TERM/INT/HUP blocked across exec); the job gets an empty mask.
   sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
@@ -194,19 +275,39 @@ int run_step(const StepConfig& cfg, int go_fd) {
   auto job = st.job(cfg.job_id);
   if (!job || job->state != kRunning || job->supervisor_pid.value_or(-1) != ::getpid()) return 0;  // not ours
 
+  std::vector<int> array_tasks;  // indices of the job's array, sorted
+  if (job->array_job_id)
+    for (auto tid : st.array_task_ids(*job->array_job_id))
+      if (auto t = st.job(tid); t && t->array_task_id) array_tasks.push_back(*t->array_task_id);
   std::vector<std::string> names, hosts;
+  int node_cpus = 0;
   for (auto& n : st.nodes())
-    if (n.job_id == cfg.job_id) names.push_back(n.name), hosts.push_back(n.host);
+    if (n.job_id == cfg.job_id) {
+      names.push_back(n.name), hosts.push_back(n.host);
+      node_cpus = node_cpus ? std::min(node_cpus, n.cpus) : n.cpus;
+    }
   std::string spool = spool_dir(cfg.home);
   ::mkdir(spool.c_str(), 0700);
-  std::string script = spool + "/job" + std::to_string(cfg.job_id) + ".sh";
-  std::string nodefile = spool + "/job" + std::to_string(cfg.job_id) + ".hosts";
+  std::string script = spool_file(cfg.home, cfg.job_id, "sh");
+  std::string nodefile = spool_file(cfg.home, cfg.job_id, "hosts");
   int out = -1, err = -1;
+  auto finish = [&](const std::string& state, std::optional<int> code, const std::string& why) {
+    record_end(st, cfg.home, cfg.job_id, state, code, why);
+    remove_spool_files(cfg.home, cfg.job_id);  // the record is final
+    proto::notify(sched_socket(cfg.home), {{"op", "wake"}, {"why", "end"}, {"job", cfg.job_id}});
+  };
   try {
     write_file(script, job->script, 0700);
     std::string hl;
     for (auto& h : hosts) hl += h + "\n";
     write_file(nodefile, hl, 0644);
+    // %N (sbatch: the first node of the job) is known only now
+    auto with_node = [&](std::string p) {
+      for (size_t k; (k = p.find("%N")) != std::string::npos;) p.replace(k, 2, names.empty() ? "" : names[0]);
+      return p;
+    };
+    job->stdout_path = with_node(job->stdout_path);
+    job->stderr_path = with_node(job->stderr_path);
     out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open output " + job->stdout_path + ": " + std::strerror(errno));
     if (job->stderr_path == job->stdout_path) {
@@ -216,19 +317,37 @@ int run_step(const StepConfig& cfg, int go_fd) {
       if (err < 0) throw std::runtime_error("cannot open error " + job->stderr_path + ": " + std::strerror(errno));
     }
   } catch (const std::exception& e) {
-    record_end(st, cfg.job_id, kFailed, 1, e.what());
-    proto::notify(sched_socket(cfg.home), {{"op", "wake"}, {"why", "end"}, {"job", cfg.job_id}});
+    if (out >= 0) ::close(out);
+    finish(kFailed, 1, e.what());
     return 1;
   }
 
+  // The step may exec the job only after its process group is recorded in
+  // the state file (gate pipe): a supervisor that dies before that leaves no
+  // job process behind, so no step ever runs unrecorded.
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) {
+    ::close(out);
+    if (err != out) ::close(err);
+    finish(kFailed, 1, std::string("pipe failed: ") + std::strerror(errno));
+    return 1;
+  }
   pid_t child = ::fork();
   if (child == 0) {
     ::setpgid(0, 0);
+    ::close(gate[1]);
+    char g = 0;
+    ssize_t n;
+    while ((n = ::read(gate[0], &g, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1 || g != 'g') ::_exit(0);  // the supervisor is gone or refused: never run unrecorded
     sigset_t none;
     sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    reset_signals_for_exec(none);
     ::dup2(out, 1);
     ::dup2(err, 2);
+    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)  // the job gets 0, 1 and 2 only
+      for (int fd = 3; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (::chdir(job->workdir.c_str()) != 0) {
       std::fprintf(stderr, "mjstepd: job %lld: cannot chdir to %s: %s\n", (long long)cfg.job_id,
                    job->workdir.c_str(), std::strerror(errno));
@@ -241,16 +360,65 @@ int run_step(const StepConfig& cfg, int go_fd) {
     ::setenv("MJ_JOB_NUM_NODES", std::to_string(names.size()).c_str(), 1);
     ::setenv("MJ_NODEFILE", nodefile.c_str(), 1);
     ::setenv("MJ_SOCKET", sched_socket(cfg.home).c_str(), 1);
-    ::setenv("MJ_SUBMIT_DIR", (job->submit_dir.empty() ? job->workdir : job->submit_dir).c_str(), 1);
+    const std::string submit_dir = job->submit_dir.empty() ? job->workdir : job->submit_dir;
+    ::setenv("MJ_SUBMIT_DIR", submit_dir.c_str(), 1);
+    // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
+    // first on PATH so that `srun` inside the job runs on the job's nodes.
+    const std::string nn = std::to_string(names.size()), id = std::to_string(cfg.job_id);
+    const std::string nt = std::to_string(job->ntasks ? job->ntasks : static_cast<int>(names.size()));
+    ::setenv("MJ_NTASKS", nt.c_str(), 1);
+    std::vector<std::pair<const char*, std::string>> slurm_env = {
+        {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
+        {"SLURM_SUBMIT_DIR", submit_dir}, {"SLURM_JOB_NUM_NODES", nn}, {"SLURM_NNODES", nn},
+        {"SLURM_JOB_NODELIST", job->nodelist}, {"SLURM_NODELIST", job->nodelist}, {"SLURM_NTASKS", nt},
+        {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
+        {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
+    if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
+    if (job->array_job_id && job->array_task_id) {
+      slurm_env.push_back({"SLURM_ARRAY_JOB_ID", std::to_string(*job->array_job_id)});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_ID", std::to_string(*job->array_task_id)});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_COUNT", std::to_string(array_tasks.size())});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_MIN", std::to_string(array_tasks.empty() ? 0 : array_tasks.front())});
+      slurm_env.push_back({"SLURM_ARRAY_TASK_MAX", std::to_string(array_tasks.empty() ? 0 : array_tasks.back())});
+    }
+    std::string shim = self_dir() + "/../share/dynres/shim";
+    if (::access((shim + "/srun").c_str(), X_OK) == 0) {
+      const char* path = std::getenv("PATH");
+      ::setenv("PATH", (shim + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
+    }
+    if (cfg.launcher == "srun") {
+      // srun of the enclosing allocation must see its own SLURM_*: keep them,
+      // saved as MJ_OUTER_SLURM_* for the shim; mj-step-env sets the job's
+      // inside the step
+      std::vector<std::pair<std::string, std::string>> outer;
+      for (char** e = environ; e && *e; ++e) {
+        std::string kv = *e;
+        auto eq = kv.find('=');
+        if (kv.rfind("SLURM_", 0) == 0 && eq != std::string::npos) outer.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+      }
+      for (auto& [k, v] : outer) ::setenv(("MJ_OUTER_" + k).c_str(), v.c_str(), 1);
+      for (auto& [k, v] : slurm_env) ::setenv((std::string("MJ_JOBENV_") + k).c_str(), v.c_str(), 1);
+    } else {
+      for (auto& [k, v] : slurm_env) ::setenv(k, v.c_str(), 1);
+    }
     std::vector<std::string> args;
     if (cfg.launcher == "srun") {
       const char* sj = std::getenv("SLURM_JOB_ID");
       args = {"srun", "--overlap", "-N1", "-n1", "-w", hosts.empty() ? "" : hosts[0],
               "-J", "mj" + std::to_string(cfg.job_id), "--export=ALL", "--kill-on-bad-exit=1"};
       if (sj) args.insert(args.begin() + 1, std::string("--jobid=") + sj);
+      if (::access((shim + "/mj-step-env").c_str(), X_OK) == 0) args.push_back(shim + "/mj-step-env");
     }
     if (job->script.rfind("#!", 0) != 0) args.push_back("/bin/sh");
     args.push_back(script);
+    if (!job->args.empty()) {  // mjsub SCRIPT ARGS...
+      try {
+        for (auto& a : nlohmann::json::parse(job->args)) args.push_back(a.get<std::string>());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "mjstepd: job %lld: bad script arguments: %s\n", (long long)cfg.job_id, e.what());
+        ::_exit(1);
+      }
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -258,35 +426,57 @@ int run_step(const StepConfig& cfg, int go_fd) {
     std::fprintf(stderr, "mjstepd: cannot exec %s: %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }
-  if (child > 0) {
-    ::setpgid(child, child);
-    try {
-      st.set_step_pgid(cfg.job_id, child);
-    } catch (const std::exception&) {
-      // only used to clean up after a lost supervisor; the job runs regardless
-    }
-  }
+  ::close(gate[0]);
   ::close(out);
   if (err != out) ::close(err);
   if (child < 0) {
-    record_end(st, cfg.job_id, kFailed, 1, std::string("fork failed: ") + std::strerror(errno));
+    ::close(gate[1]);
+    finish(kFailed, 1, std::string("fork failed: ") + std::strerror(errno));
     return 1;
+  }
+  ::setpgid(child, child);
+  {
+    // Record the group and its leader's identity, then open the gate.
+    auto leader_start = process_start_time(child);
+    bool recorded = false;
+    double backoff = 0.1;
+    for (int attempt = 0; leader_start && attempt < 40 && !recorded; ++attempt) {
+      try {
+        if (!st.set_step_pgid(cfg.job_id, child, *leader_start)) break;  // no longer RUNNING (cancelled as lost)
+        recorded = true;
+      } catch (const DbError&) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+        backoff = std::min(2.0, backoff * 2);
+      }
+    }
+    if (recorded) {
+      char g = 'g';
+      (void)!::write(gate[1], &g, 1);
+    }
+    ::close(gate[1]);  // without 'g' the step exits without running the job
+    if (!recorded) {
+      ::waitpid(child, nullptr, 0);
+      finish(kFailed, 1, "cannot record the step's process group");
+      return 1;
+    }
   }
 
   const double start = job->start_time.value_or(now_seconds());
   const double limit_at = job->time_limit > 0 ? start + static_cast<double>(job->time_limit) : INFINITY;
   bool cancelled = false, timed_out = false;
   double kill_at = INFINITY;  // SIGKILL deadline once SIGTERM was sent
-  int status = 0;
   auto terminate = [&](double now) {
     if (std::isinf(kill_at)) {
       ::kill(-child, SIGTERM);
       kill_at = now + cfg.kill_wait;
     }
   };
+  // The child is reaped only after its group was killed (waitid WNOWAIT): an
+  // unreaped leader keeps the group id from being reused, so -child never
+  // names another group.
   for (;;) {
-    pid_t w = ::waitpid(child, &status, WNOHANG);
-    if (w == child) break;
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(child), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == child) break;
     double now = now_seconds();
     if (now >= limit_at && !cancelled && !timed_out) timed_out = true, terminate(now);
     if (now >= kill_at) ::kill(-child, SIGKILL);
@@ -300,20 +490,64 @@ int run_step(const StepConfig& cfg, int go_fd) {
     }
   }
   ::kill(-child, SIGKILL);  // like Slurm: the step's leftover processes end with it
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
 
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto fresh = st.job(cfg.job_id);
-  if (fresh && fresh->cancel_requested) cancelled = true;
+  try {
+    auto fresh = st.job(cfg.job_id);
+    if (fresh && fresh->cancel_requested) cancelled = true;
+  } catch (const DbError&) {
+  }
   std::string final_state = cancelled ? kCancelled : timed_out ? kTimeout : code == 0 ? kCompleted : kFailed;
   std::string why = cancelled ? "Cancelled" : timed_out ? "TimeLimit" : code == 0 ? "None" : "NonZeroExitCode";
-  record_end(st, cfg.job_id, final_state, code, why);
-  proto::notify(sched_socket(cfg.home), {{"op", "wake"}, {"why", "end"}, {"job", cfg.job_id}});
+  finish(final_state, code, why);
   return 0;
+}
+
+bool collect_end_handoff(State& st, const std::string& home, int64_t job_id) {
+  std::ifstream f(spool_file(home, job_id, "end"));
+  if (!f) return false;
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(f);
+  } catch (...) {
+    return false;  // torn: the supervisor died while writing it (write_file renames, so unlikely)
+  }
+  std::optional<int> code;
+  if (h.contains("exit_code") && h["exit_code"].is_number_integer()) code = h["exit_code"].get<int>();
+  bool ok = st.finish_job(job_id, h.value("state", std::string(kFailed)), code, h.value("reason", std::string()),
+                          h.value("end_time", now_seconds()));
+  remove_spool_files(home, job_id);
+  return ok;
+}
+
+bool end_orphaned_job(State& st, const std::string& home, int64_t job_id, const std::string& final_state,
+                      const std::string& reason, double now) {
+  auto j = st.job(job_id);
+  if (!j || j->state != kRunning) return false;
+  kill_step(j->step_pgid, j->step_start);  // its nodes are reused next
+  if (collect_end_handoff(st, home, job_id)) return true;
+  bool ok = j->cancel_requested
+                ? st.finish_job(job_id, kCancelled, std::nullopt,
+                                reason.rfind("Cancelled", 0) == 0 ? reason : "Cancelled (" + reason + ")", now)
+                : st.finish_job(job_id, final_state, std::nullopt, reason, now);
+  remove_spool_files(home, job_id);
+  return ok;
 }
 
 }  // namespace dynres::launch
 
 namespace dynres::launch {
+
+SignalResult signal_job(State& st, int64_t id, int64_t uid, int sig) {
+  auto j = st.job(id);
+  if (!j) return SignalResult::not_found;
+  if (uid != 0 && j->uid != uid) return SignalResult::not_owner;
+  if (j->state != kRunning || !j->step_pgid) return SignalResult::not_running;
+  return signal_step(j->step_pgid, j->step_start, sig) ? SignalResult::signalled : SignalResult::not_running;
+}
 
 CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t uid) {
   auto j = st.job(id);
@@ -332,8 +566,7 @@ CancelResult cancel_job(State& st, const std::string& home, int64_t id, int64_t 
   if (supervisor_alive(pid, id)) {
     ::kill(static_cast<pid_t>(pid), SIGTERM);
   } else {
-    kill_step(j->step_pgid);
-    st.finish_job(id, kCancelled, std::nullopt, "Cancelled (supervisor gone)", now_seconds());
+    end_orphaned_job(st, home, id, kCancelled, "Cancelled (supervisor gone)", now_seconds());
     proto::notify(sched_socket(home), {{"op", "wake"}, {"why", "cancel"}, {"job", id}});
   }
   return CancelResult::signalled_running;

@@ -1,6 +1,10 @@
 #include "dynres/metrics.hpp"
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +19,16 @@
 
 namespace dynres {
 
+std::string gnuplot_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "''";  // the only escape inside a single-quoted gnuplot string
+    else if (c == '\n' || c == '\r') out += ' ';  // a newline would end the command
+    else out += c;
+  }
+  return out + "'";
+}
+
 Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<AllocationRecord>& allocs, int nodes,
                         double tau, const std::vector<ResizeRecord>& resizes) {
   Metrics m;
@@ -28,16 +42,13 @@ Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<Al
   m.jobs = static_cast<int>(jobs.size());
   double first_submit = std::numeric_limits<double>::infinity(), last_end = -first_submit;
   double wait_sum = 0, resp_sum = 0, bsld_sum = 0;
-  int started = 0;
   for (auto& j : jobs) {
     m.by_state[j.state]++;
     first_submit = std::min(first_submit, j.submit_time);
-    if (j.start_time) {
-      ++started;
-      wait_sum += *j.start_time - j.submit_time;
-    }
+    // One population for wait, response and bounded slowdown: the finished jobs.
     if (j.start_time && j.end_time && is_final_state(j.state)) {
       ++m.finished;
+      wait_sum += *j.start_time - j.submit_time;
       double run = *j.end_time - *j.start_time, resp = *j.end_time - j.submit_time;
       resp_sum += resp;
       bsld_sum += std::max(1.0, resp / std::max(run, tau));
@@ -46,7 +57,7 @@ Metrics compute_metrics(const std::vector<JobRecord>& jobs, const std::vector<Al
   }
   if (m.finished == 0) return m;
   m.makespan = last_end - first_submit;
-  m.avg_wait = started ? wait_sum / started : 0;
+  m.avg_wait = wait_sum / m.finished;
   m.avg_response = resp_sum / m.finished;
   m.avg_bounded_slowdown = bsld_sum / m.finished;
   double busy = 0;
@@ -126,21 +137,34 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
   {
     std::ofstream g(gp);
     g << "set terminal pngcairo size 1400,800 noenhanced\n"
-      << "set output '" << png << "'\n"
-      << "set title '" << title << "'\n"
+      << "set output " << gnuplot_quote(png) << "\n"
+      << "set title " << gnuplot_quote(title) << "\n"
       << "set xlabel 'time since first start [s]'\nset ylabel 'node'\n"
       << "set yrange [-1:" << node_order.size() << "]\n"
       << "set xrange [0:" << std::max(1.0, t1) << "]\n"
       << "set style fill solid 0.85 border rgb 'black'\nunset key\n";
     if (node_order.size() <= 40) {
       g << "set ytics (";
-      for (size_t i = 0; i < node_order.size(); ++i) g << (i ? "," : "") << "'" << node_order[i] << "' " << i;
+      for (size_t i = 0; i < node_order.size(); ++i) g << (i ? "," : "") << gnuplot_quote(node_order[i]) << " " << i;
       g << ")\n";
     }
-    g << "plot '" << data << "' using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable\n";
+    g << "plot " << gnuplot_quote(data) << " using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable\n";
   }
-  std::string cmd = "gnuplot '" + gp + "' 2>" + dir + "/err.txt";
-  int rc = std::system(cmd.c_str());
+  // No shell: gnuplot gets the script path as its only argument.
+  int rc = -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int e = ::open((dir + "/err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (e >= 0) ::dup2(e, 2);
+    ::execlp("gnuplot", "gnuplot", gp.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  if (pid > 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  }
   std::ifstream ef(dir + "/err.txt");
   std::string err((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
   std::remove(data.c_str());

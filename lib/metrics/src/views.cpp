@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dynres/jobsel.hpp"
 #include "dynres/slurmtime.hpp"
 
 namespace dynres {
@@ -27,9 +28,13 @@ std::string elapsed(const JobRecord& j, double now) {
 }
 
 std::string cell(const JobRecord& j, const std::string& c, double now) {
-  if (c == "jobid") return std::to_string(j.id);
+  if (c == "jobid") return display_id(j);
+  if (c == "arrayjobid") return std::to_string(j.array_job_id.value_or(j.id));
+  if (c == "arraytaskid") return j.array_task_id ? std::to_string(*j.array_task_id) : "N/A";
   if (c == "name") return j.name;
+  if (c == "user") return user_name(j.uid);
   if (c == "state") return j.state;
+  if (c == "st") return compact_state(j.state);
   if (c == "nodes") return std::to_string(j.state == kPending ? j.req_nodes : j.num_nodes);
   if (c == "time") return elapsed(j, now);
   if (c == "timelimit") return format_duration(j.time_limit);
@@ -56,7 +61,7 @@ std::string upper(std::string s) {
 }  // namespace
 
 const std::vector<std::string>& queue_columns() {
-  static const std::vector<std::string> cols = {"jobid", "name", "state", "nodes", "time", "timelimit",
+  static const std::vector<std::string> cols = {"jobid", "name", "user", "state", "st", "nodes", "time", "timelimit",
                                                 "nodelist", "reason", "kind", "minnodes", "maxnodes",
                                                 "constraint", "submit", "start", "end", "exitcode", "wait"};
   return cols;
@@ -67,7 +72,102 @@ const std::string& default_format() {
   return f;
 }
 
-std::string render_table(const std::vector<JobRecord>& jobs, const std::string& format, double now) {
+const std::string& long_format() {
+  static const std::string f = "jobid,name,user,state,time,timelimit,nodes,nodelist";
+  return f;
+}
+
+namespace {
+struct Field {
+  std::string literal;  ///< text before the field
+  std::string column;   ///< "" for trailing text only
+  int width = 0;        ///< 0: natural
+  bool right = false;
+};
+
+// squeue % codes -> our columns and squeue's headers
+const std::map<char, std::pair<std::string, std::string>>& percent_codes() {
+  static const std::map<char, std::pair<std::string, std::string>> m = {
+      {'i', {"jobid", "JOBID"}},        {'A', {"arrayjobid", "ARRAY_JOB_ID"}}, {'a', {"arraytaskid", "ARRAY_TASK_ID"}},        {'j', {"name", "NAME"}},
+      {'u', {"user", "USER"}},          {'T', {"state", "STATE"}},        {'t', {"st", "ST"}},
+      {'M', {"time", "TIME"}},          {'l', {"timelimit", "TIME_LIMIT"}}, {'D', {"nodes", "NODES"}},
+      {'R', {"nodelist", "NODELIST(REASON)"}}, {'N', {"nodelist_only", "NODELIST"}}, {'r', {"reason", "REASON"}},
+      {'V', {"submit", "SUBMIT_TIME"}}, {'S', {"start", "START_TIME"}}, {'e', {"end", "END_TIME"}}};
+  return m;
+}
+
+std::vector<Field> parse_percent_format(const std::string& f) {
+  std::vector<Field> out;
+  Field cur;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      cur.literal += f[i];
+      continue;
+    }
+    if (i + 1 < f.size() && f[i + 1] == '%') {
+      cur.literal += '%';
+      ++i;
+      continue;
+    }
+    size_t k = i + 1;
+    bool right = false;
+    if (k < f.size() && (f[k] == '.' || f[k] == '-')) right = f[k] == '.', ++k;
+    int width = 0;
+    while (k < f.size() && std::isdigit(static_cast<unsigned char>(f[k])) && width < 1000) width = width * 10 + (f[k++] - '0');
+    if (k >= f.size()) throw std::invalid_argument("--format: '" + f + "' ends inside a % field");
+    auto it = percent_codes().find(f[k]);
+    if (it == percent_codes().end())
+      throw std::invalid_argument(std::string("--format: unknown field code '%") + f[k] +
+                                  "' (known: %i %A %a %j %u %T %t %M %l %D %R %N %r %V %S %e)");
+    cur.column = it->second.first;
+    cur.width = width;
+    cur.right = right;
+    out.push_back(cur);
+    cur = Field{};
+    i = k;
+  }
+  if (!cur.literal.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string fit(const std::string& v, int width, bool right) {
+  if (width <= 0) return v;
+  if (static_cast<int>(v.size()) >= width) return v.substr(0, width);
+  std::string pad(width - v.size(), ' ');
+  return right ? pad + v : v + pad;
+}
+
+std::string percent_cell(const JobRecord& j, const std::string& c, double now) {
+  if (c == "nodelist_only") return j.nodelist;
+  return cell(j, c, now);
+}
+
+std::string render_percent(const std::vector<JobRecord>& jobs, const std::string& format, double now, bool header) {
+  auto fields = parse_percent_format(format);
+  std::string out;
+  auto line = [&](auto value_of) {
+    std::string l;
+    for (auto& f : fields) {
+      l += f.literal;
+      if (!f.column.empty()) l += fit(value_of(f), f.width, f.right);
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  if (header) {
+    line([](const Field& f) {
+      for (auto& [code, ch] : percent_codes())
+        if (ch.first == f.column) return ch.second;
+      return std::string();
+    });
+  }
+  for (auto& j : jobs) line([&](const Field& f) { return percent_cell(j, f.column, now); });
+  return out;
+}
+}  // namespace
+
+std::string render_table(const std::vector<JobRecord>& jobs, const std::string& format, double now, bool header) {
+  if (format.find('%') != std::string::npos) return render_percent(jobs, format, now, header);
   std::vector<std::string> cols;
   std::stringstream ss(format);
   for (std::string c; std::getline(ss, c, ',');) {
@@ -80,7 +180,7 @@ std::string render_table(const std::vector<JobRecord>& jobs, const std::string& 
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head;
   for (auto& c : cols) head.push_back(c == "nodelist" ? "NODELIST(REASON)" : upper(c));
-  rows.push_back(head);
+  if (header) rows.push_back(head);
   for (auto& j : jobs) {
     std::vector<std::string> r;
     for (auto& c : cols) r.push_back(cell(j, c, now));
@@ -105,7 +205,11 @@ std::string render_table(const std::vector<JobRecord>& jobs, const std::string& 
 
 std::string render_detail(const JobRecord& j, double now) {
   std::ostringstream o;
-  o << "JobId=" << j.id << " JobName=" << j.name << "\n"
+  o << "JobId=" << j.id
+    << (j.array_job_id ? " ArrayJobId=" + std::to_string(*j.array_job_id) +
+                             " ArrayTaskId=" + std::to_string(j.array_task_id.value_or(0))
+                       : std::string())
+    << " JobName=" << j.name << "\n"
     << "   UserId=" << j.uid << " JobState=" << j.state << " Reason=" << j.reason
     << " ExitCode=" << (j.exit_code ? std::to_string(*j.exit_code) : "-") << "\n"
     << "   Kind=" << j.kind << " NumNodes=" << (j.state == kPending ? j.req_nodes : j.num_nodes)
@@ -113,7 +217,8 @@ std::string render_detail(const JobRecord& j, double now) {
     << "   RunTime=" << elapsed(j, now) << " TimeLimit=" << format_duration(j.time_limit) << "\n"
     << "   SubmitTime=" << iso(j.submit_time) << " StartTime=" << iso(j.start_time) << " EndTime=" << iso(j.end_time)
     << "\n"
-    << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist) << "\n";
+    << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist) << "\n"
+    << "   Held=" << (j.held ? "yes" : "no") << " BeginTime=" << (j.begin_time ? iso(j.begin_time) : "None") << "\n";
   if (j.min_power || j.max_power)
     o << "   MinPower=" << (j.min_power ? std::to_string(*j.min_power) + "W" : "-")
       << " MaxPower=" << (j.max_power ? std::to_string(*j.max_power) + "W" : "-") << "\n";

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 #include <cerrno>
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "dynres/jobspec.hpp"
 #include "dynres/launch.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
@@ -40,18 +43,59 @@ void log(const std::string& msg) {
 }
 }  // namespace
 
-sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids) {
+sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids,
+                               std::map<int64_t, std::string>* blocked) {
   sched::Snapshot s;
   s.now = now;
   std::unordered_map<int64_t, std::vector<int>> held;
   node_ids.clear();
-  for (auto& n : st.nodes()) {
+  // Nodes and jobs from one read transaction: a job end committed between
+  // the two reads would leave nodes held by a job that is not running.
+  std::vector<NodeRecord> nodes;
+  std::vector<JobRecord> jobs;
+  std::map<int64_t, std::string> dep_block;
+  st.db().read_tx([&] {
+    nodes = st.nodes();
+    jobs = st.jobs({kRunning, kPending});
+    for (auto& j : jobs) {  // dependencies, in the same snapshot
+      if (j.state != kPending || j.dependency.empty()) continue;
+      auto why = dependency_status(
+          j.dependency, [&](int64_t id) { return st.job(id); },
+          [&] {
+            for (auto& o : jobs)
+              if (o.id != j.id && o.uid == j.uid && o.name == j.name &&
+                  (o.state == kRunning || (o.state == kPending && o.id < j.id)))
+                return true;
+            return false;
+          });
+      if (!why.empty()) dep_block[j.id] = why;
+    }
+    // --array ...%max: at most max tasks of an array run at once
+    std::map<int64_t, int> room;
+    for (auto& j : jobs)
+      if (j.array_job_id && j.array_max > 0 && !room.count(*j.array_job_id)) room[*j.array_job_id] = j.array_max;
+    if (!room.empty()) {
+      for (auto& j : jobs)
+        if (j.state == kRunning && j.array_job_id && room.count(*j.array_job_id)) --room[*j.array_job_id];
+      for (auto& j : jobs) {
+        if (j.state != kPending || !j.array_job_id || !room.count(*j.array_job_id) || dep_block.count(j.id) || j.held ||
+            (j.begin_time && *j.begin_time > now))
+          continue;
+        if (room[*j.array_job_id] > 0) --room[*j.array_job_id];
+        else dep_block[j.id] = "JobArrayTaskLimit";
+      }
+    }
+  });
+  if (blocked) *blocked = dep_block;
+  for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
     s.nodes.push_back({n.name, n.state == "up", n.job_id});
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
   }
-  for (auto& j : st.jobs({kRunning, kPending})) {
+  for (auto& j : jobs) {
+    // held jobs and jobs whose --begin time has not come are not the policy's to see
+    if (j.state == kPending && (j.held || (j.begin_time && *j.begin_time > now) || dep_block.count(j.id))) continue;
     auto c = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
     if (j.state == kRunning) {
       sched::RunningJob r;
@@ -80,6 +124,68 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   return s;
 }
 
+std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::PolicyConfig& policy) {
+  std::map<int64_t, double> out;
+  auto limit = [&](double l) { return l > 0 ? l : policy.default_time_limit; };
+  const size_t rounds = 2 * (snap.waiting.size() + snap.running.size()) + 4;
+  for (size_t round = 0; round < rounds && !snap.waiting.empty(); ++round) {
+    auto d = sched::decide(snap, policy);
+    for (auto& s : d.starts) {
+      auto w = std::find_if(snap.waiting.begin(), snap.waiting.end(), [&](auto& x) { return x.id == s.job; });
+      if (w == snap.waiting.end()) continue;
+      out[s.job] = snap.now;
+      sched::RunningJob r;
+      r.id = w->id;
+      r.kind = w->kind;
+      r.nodes = s.nodes;
+      r.min_nodes = w->min_nodes;
+      r.max_nodes = w->max_nodes;
+      r.constraint = w->constraint;
+      r.start_time = snap.now;
+      r.time_limit = w->time_limit;
+      for (int n : s.nodes) snap.nodes.at(n).job = w->id;
+      snap.running.push_back(r);
+      snap.waiting.erase(w);
+    }
+    if (snap.waiting.empty() || snap.running.empty()) break;
+    // advance to the next end and release what ends then
+    double next = INFINITY;
+    for (auto& r : snap.running) next = std::min(next, std::max(snap.now, r.start_time + limit(r.time_limit)));
+    snap.now = next;
+    std::vector<sched::RunningJob> still;
+    for (auto& r : snap.running) {
+      if (std::max(r.start_time + limit(r.time_limit), 0.0) <= next) {
+        for (int n : r.nodes) snap.nodes.at(n).job = 0;
+      } else {
+        still.push_back(r);
+      }
+    }
+    snap.running.swap(still);
+  }
+  return out;
+}
+
+std::optional<double> test_only_start(State& st, const JobRecord& j, const sched::PolicyConfig& policy) {
+  double now = now_seconds();
+  if (j.held || !j.dependency.empty()) return std::nullopt;
+  std::vector<int64_t> node_ids;
+  auto snap = build_snapshot(st, now, node_ids);
+  sched::WaitingJob w;
+  w.id = -1;  // never a real id
+  w.kind = kind_of(j.kind);
+  w.req_nodes = j.req_nodes;
+  w.min_nodes = j.min_nodes;
+  w.max_nodes = j.max_nodes;
+  w.constraint = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
+  w.time_limit = static_cast<double>(j.time_limit);
+  w.submit_time = now;
+  snap.waiting.push_back(w);
+  auto exp = expected_starts(snap, policy);
+  auto it = exp.find(-1);
+  if (it == exp.end()) return std::nullopt;
+  return std::max(it->second, j.begin_time.value_or(0));
+}
+
 State& Daemon::state() {
   if (!state_) state_ = std::make_unique<State>(state_path(home));
   return *state_;
@@ -87,22 +193,40 @@ State& Daemon::state() {
 
 int Daemon::pass() {
   State& st = state();
-  double now = now_seconds();
-  // Reconcile: a RUNNING job needs a live supervisor.
-  for (auto& j : st.jobs({kRunning})) {
-    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // confirm: no transient misread
+  // Reconcile: a RUNNING job needs a live supervisor. Suspects are confirmed
+  // together after one short pause (no transient misread), so any number of
+  // lost supervisors costs one pause, not one each.
+  std::vector<JobRecord> suspects;
+  for (auto& j : st.jobs({kRunning}))
+    if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) suspects.push_back(j);
+  if (!suspects.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    for (auto& j : suspects) {
       if (launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) continue;
-      // re-read: the supervisor may have recorded the end meanwhile
-      auto fresh = st.job(j.id);
-      if (fresh && fresh->state == kRunning) launch::kill_step(fresh->step_pgid);  // its nodes are reused next
-      if (fresh && fresh->state == kRunning && st.finish_job(j.id, kFailed, std::nullopt, "supervisor lost", now))
+      // end time taken now, after the pause, and the record re-read (the
+      // supervisor may have recorded the end meanwhile)
+      if (launch::end_orphaned_job(st, home, j.id, kFailed, "supervisor lost", now_seconds())) {
+        auto fresh = st.job(j.id);
         log("job " + std::to_string(j.id) + ": supervisor " + std::to_string(j.supervisor_pid.value_or(0)) +
-            " is gone; recorded FAILED");
+            " is gone; recorded " + (fresh ? fresh->state + " (" + fresh->reason + ")" : std::string("?")));
+      }
     }
   }
+  double now = now_seconds();
   std::vector<int64_t> node_ids;
-  auto snap = build_snapshot(st, now, node_ids);
+  std::map<int64_t, std::string> blocked;
+  auto snap = build_snapshot(st, now, node_ids, &blocked);
+  if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
+    std::vector<std::pair<int64_t, std::string>> changed;
+    for (auto& j : st.jobs({kPending})) {
+      auto it = blocked.find(j.id);
+      if (it != blocked.end() && j.reason != it->second) changed.push_back(*it);
+    }
+    if (!changed.empty())
+      st.db().write_tx([&] {
+        for (auto& [id, why] : changed) st.set_reason(id, why);
+      });
+  }
   if (snap.waiting.empty()) return 0;
   auto d = sched::decide(snap, cfg.policy);
   int started = 0;

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 namespace dynres {
 
 Stmt::Stmt(Db& db, const std::string& sql) : db_(db), sql_(sql) {
@@ -73,6 +75,13 @@ Db::Db(const std::string& path, bool create, int busy_timeout_ms) : path_(path) 
     db_ = nullptr;
     throw DbError("cannot open state file " + path + ": " + msg);
   }
+  // DYNRES_DB_BUSY_TIMEOUT_MS overrides the wait for a locked state file
+  // (tests use a short one to provoke "database is locked" quickly).
+  if (const char* e = std::getenv("DYNRES_DB_BUSY_TIMEOUT_MS")) {
+    char* end = nullptr;
+    long v = std::strtol(e, &end, 10);
+    if (end != e && *end == 0 && v >= 0 && v <= 3600000) busy_timeout_ms = static_cast<int>(v);
+  }
   sqlite3_busy_timeout(db_, busy_timeout_ms);
   // Short-lived tools (mjsub, mjstat) must not checkpoint and delete the WAL
   // when they happen to be the last connection: that costs two fsyncs per
@@ -98,6 +107,17 @@ int Db::changes() { return sqlite3_changes(db_); }
 
 void Db::write_tx(const std::function<void()>& fn) {
   exec("BEGIN IMMEDIATE");
+  try {
+    fn();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void Db::read_tx(const std::function<void()>& fn) {
+  exec("BEGIN DEFERRED");
   try {
     fn();
     exec("COMMIT");

@@ -1,5 +1,8 @@
 #include "dynres/state.hpp"
 
+#include <pwd.h>
+
+#include <cctype>
 #include <set>
 
 #include "dynres/hostlist.hpp"
@@ -69,16 +72,65 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT ''",
     // 4: process group of the job step, so a step can be stopped when its supervisor is gone
     "ALTER TABLE jobs ADD COLUMN step_pgid INTEGER",
+    // 5: identity of the step's process group leader (start time in clock ticks
+    // since boot, /proc/PID/stat field 22), checked before the group is killed
+    "ALTER TABLE jobs ADD COLUMN step_start INTEGER",
+    // 6: sbatch --hold (held until mjcontrol release) and --begin (not before this time)
+    "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0; ALTER TABLE jobs ADD COLUMN begin_time REAL",
+    // 7: sbatch --dependency, normalized (e.g. "afterok:12:13,singleton"); '' = none
+    "ALTER TABLE jobs ADD COLUMN dependency TEXT NOT NULL DEFAULT ''",
+    // 8: CPUs per node, and the job's tasks (sbatch -n, --ntasks-per-node, -c); ntasks 0 = one per node
+    "ALTER TABLE nodes ADD COLUMN cpus INTEGER NOT NULL DEFAULT 1 CHECK(cpus >= 1);"
+    "ALTER TABLE jobs ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN ntasks_per_node INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cpus_per_task INTEGER NOT NULL DEFAULT 1",
+    // 9: arguments of the job script (mjsub SCRIPT ARGS...), a JSON array of strings; '' = none
+    "ALTER TABLE jobs ADD COLUMN args TEXT NOT NULL DEFAULT ''",
+    // 10: job arrays (sbatch --array): master id (the first task's id), task index, %max throttle
+    "ALTER TABLE jobs ADD COLUMN array_job_id INTEGER; ALTER TABLE jobs ADD COLUMN array_task_id INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN array_max INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX jobs_by_array ON jobs(array_job_id, array_task_id)",
 };
 
-std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
+std::string user_of(int64_t uid) {
+  struct passwd pw, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &res) == 0 && res) return res->pw_name;
+  return std::to_string(uid);
+}
+
+// sbatch filename patterns known at submission: %j and %A (job id), %a
+// (array index: 4294967294 outside an array, as Slurm), %x (name), %u
+// (user), %% ; a width (%5j) zero-pads numbers. %N (first node) is left for
+// the supervisor, which knows the nodes.
+std::string expand_pattern(std::string p, int64_t id, const std::string& name, int64_t uid,
+                           std::optional<int64_t> array_job = std::nullopt, std::optional<int> task = std::nullopt) {
   std::string out;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == '%' && i + 1 < p.size()) {
-      char c = p[i + 1];
-      if (c == 'j') { out += std::to_string(id); ++i; continue; }
-      if (c == 'x') { out += name; ++i; continue; }
-      if (c == '%') { out += '%'; ++i; continue; }
+      size_t k = i + 1;
+      int width = 0;
+      while (k < p.size() && std::isdigit(static_cast<unsigned char>(p[k])) && width < 100) width = width * 10 + (p[k++] - '0');
+      if (k < p.size()) {
+        char c = p[k];
+        auto num = [&](const std::string& v) {
+          return static_cast<int>(v.size()) < width ? std::string(width - v.size(), '0') + v : v;
+        };
+        std::string rep;
+        bool known = true;
+        if (c == 'j') rep = num(std::to_string(id));
+        else if (c == 'A') rep = num(std::to_string(array_job.value_or(id)));
+        else if (c == 'a') rep = num(task ? std::to_string(*task) : "4294967294");
+        else if (c == 'x') rep = name;
+        else if (c == 'u') rep = user_of(uid);
+        else if (c == '%' && width == 0) rep = "%";
+        else known = false;
+        if (known) {
+          out += rep;
+          i = k;
+          continue;
+        }
+      }
     }
     out += p[i];
   }
@@ -89,7 +141,8 @@ std::string expand_pattern(std::string p, int64_t id, const std::string& name) {
 const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
-    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid";
+    "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -121,7 +174,23 @@ JobRecord job_from_row(const Stmt& s) {
   j.submit_dir = s.text(25);
   j.env = s.text(26);
   j.step_pgid = s.opt_i64(27);
+  j.step_start = s.opt_i64(28);
+  j.held = s.i64(29) != 0;
+  j.begin_time = s.opt_f64(30);
+  j.dependency = s.text(31);
+  j.ntasks = static_cast<int>(s.i64(32));
+  j.ntasks_per_node = static_cast<int>(s.i64(33));
+  j.cpus_per_task = static_cast<int>(s.i64(34));
+  j.args = s.text(35);
+  j.array_job_id = s.opt_i64(36);
+  if (!s.is_null(37)) j.array_task_id = static_cast<int>(s.i64(37));
+  j.array_max = static_cast<int>(s.i64(38));
   return j;
+}
+
+std::string display_id(const JobRecord& j) {
+  if (j.array_job_id && j.array_task_id) return std::to_string(*j.array_job_id) + "_" + std::to_string(*j.array_task_id);
+  return std::to_string(j.id);
 }
 
 bool is_final_state(const std::string& s) {
@@ -142,8 +211,8 @@ void State::register_nodes(const std::vector<std::pair<std::string, std::string>
 
 std::vector<NodeRecord> State::nodes() {
   std::vector<NodeRecord> out;
-  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0) FROM nodes ORDER BY id");
-  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4)});
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus FROM nodes ORDER BY id");
+  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5))});
   return out;
 }
 
@@ -153,24 +222,89 @@ int State::usable_node_count() {
   return static_cast<int>(s.i64(0));
 }
 
+int State::node_cpus() {
+  Stmt s(db_, "SELECT COALESCE(MIN(cpus), 1) FROM nodes WHERE state != 'down'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
+  if (cpus < 1) throw DbError("CPUs per node must be at least 1, got " + std::to_string(cpus));
+  int n = 0;
+  db_.write_tx([&] {
+    Stmt up(db_, names.empty() ? "UPDATE nodes SET cpus=?" : "UPDATE nodes SET cpus=? WHERE name=?");
+    if (names.empty()) {
+      up.bind(1, cpus).run();
+      n = db_.changes();
+      return;
+    }
+    for (auto& name : names) {
+      up.bind(1, cpus).bind(2, name).run();
+      if (db_.changes() == 0) throw DbError("no node named '" + name + "'");
+      ++n;
+      up.reset();
+    }
+  });
+  return n;
+}
+
 int64_t State::submit(JobRecord j) {
   int64_t id = 0;
+  db_.write_tx([&] { id = insert_job(j, std::nullopt, std::nullopt); });
+  return id;
+}
+
+std::vector<int64_t> State::submit_array(JobRecord j, const std::vector<int>& tasks, int max_running) {
+  if (tasks.empty()) throw DbError("an array needs at least one task");
+  std::vector<int64_t> ids;
   db_.write_tx([&] {
+    j.array_max = max_running;
+    int64_t master = insert_job(j, std::nullopt, tasks[0]);
+    ids.push_back(master);
+    for (size_t k = 1; k < tasks.size(); ++k) ids.push_back(insert_job(j, master, tasks[k]));
+  });
+  return ids;
+}
+
+std::vector<int64_t> State::array_task_ids(int64_t array_id, std::optional<int> task) {
+  Stmt s(db_, task ? "SELECT id FROM jobs WHERE array_job_id=? AND array_task_id=? ORDER BY array_task_id"
+                   : "SELECT id FROM jobs WHERE array_job_id=? ORDER BY array_task_id");
+  s.bind(1, array_id);
+  if (task) s.bind(2, static_cast<int64_t>(*task));
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
+int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task) {
+  int64_t id = 0;
+  {
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
-           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
-    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, std::string("None")).bind(17, j.submit_dir).bind(18, j.env);
+    std::string reason = j.held                                            ? "JobHeldUser"
+                         : !j.dependency.empty()                           ? "Dependency"
+                         : j.begin_time && *j.begin_time > j.submit_time ? "BeginTime"
+                                                                           : "None";
+    s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
+    s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
+    s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
     s.run();
     id = db_.last_insert_id();
-    Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=? WHERE id=?");
-    u.bind(1, expand_pattern(j.stdout_path, id, j.name)).bind(2, expand_pattern(j.stderr_path, id, j.name));
-    u.bind(3, id).run();
-    event(j.submit_time, id, "submit", "");
-  });
+    int64_t master = task ? array_job.value_or(id) : 0;
+    Stmt u(db_, "UPDATE jobs SET stdout_path=?, stderr_path=?, array_job_id=?, array_task_id=?, array_max=? WHERE id=?");
+    std::optional<int64_t> aj = task ? std::optional<int64_t>(master) : std::nullopt;
+    std::optional<int64_t> at = task ? std::optional<int64_t>(*task) : std::nullopt;
+    u.bind(1, expand_pattern(j.stdout_path, id, j.name, j.uid, aj, task))
+        .bind(2, expand_pattern(j.stderr_path, id, j.name, j.uid, aj, task));
+    u.bind(3, aj).bind(4, at).bind(5, j.array_max).bind(6, id).run();
+    event(j.submit_time, id, "submit", task ? "array " + std::to_string(master) + "_" + std::to_string(*task) : "");
+  }
   return id;
 }
 
@@ -263,9 +397,22 @@ void State::request_cancel(int64_t id) {
   up.bind(1, id).run();
 }
 
-void State::set_step_pgid(int64_t id, int64_t pgid) {
-  Stmt up(db_, "UPDATE jobs SET step_pgid=? WHERE id=?");
-  up.bind(1, pgid).bind(2, id).run();
+bool State::set_step_pgid(int64_t id, int64_t pgid, int64_t leader_start) {
+  Stmt up(db_, "UPDATE jobs SET step_pgid=?, step_start=? WHERE id=? AND state='RUNNING'");
+  up.bind(1, pgid).bind(2, leader_start).bind(3, id).run();
+  return db_.changes() > 0;
+}
+
+bool State::set_held(int64_t id, bool held, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt up(db_, "UPDATE jobs SET held=?, reason=? WHERE id=? AND state='PENDING'");
+    up.bind(1, static_cast<int64_t>(held ? 1 : 0)).bind(2, std::string(held ? "JobHeldUser" : "None")).bind(3, id).run();
+    if (db_.changes() == 0) return;
+    event(now, id, held ? "hold" : "release", "");
+    ok = true;
+  });
+  return ok;
 }
 
 void State::set_reason(int64_t id, const std::string& reason) {

@@ -201,7 +201,8 @@ TEST_CASE("apply_option: command-line values", "[options]") {
   REQUIRE_THROWS_WITH(apply_option(s, "-N", "2-"), Contains("--nodes"));
   REQUIRE_THROWS_WITH(apply_option(s, "-N", ""), Contains("--nodes") && Contains("needs a value"));
   REQUIRE_THROWS_WITH(apply_option(s, "--rigid", "yes"), Contains("--rigid"));
-  REQUIRE_THROWS_WITH(apply_option(s, "-t", "0"), Contains("--time") && Contains("positive"));
+  apply_option(s, "-t", "0");  // as Slurm: zero means no limit
+  CHECK(s.time_limit.value_or(0) == -1);
   REQUIRE_THROWS_WITH(apply_option(s, "-t", "abc"), Contains("--time") && Contains("abc"));
   REQUIRE_THROWS_WITH(apply_option(s, "-t", "1:99"), Contains("--time") && Contains("1:99"));
   REQUIRE_THROWS_WITH(apply_option(s, "--min-power", "-1"), Contains("--min-power") && Contains("negative"));
@@ -221,4 +222,49 @@ TEST_CASE("job_options: every option has a long name and help", "[options]") {
     CHECK(o.names.back().rfind("--", 0) == 0);
     CHECK(!o.help.empty());
   }
+}
+
+// sbatch precedence: the command line wins field by field, whatever the order
+// in which options are applied; -N is one field (count or range).
+TEST_CASE("merge_specs: command line over script, field by field", "[options]") {
+  auto script = spec_of(
+      "#!/bin/bash\n"
+      "#SBATCH -N 2-8\n"
+      "#SBATCH -J fromscript -t 10 -o s.out\n"
+      "#MJ --node-constraint even --max-power 90\n");
+  JobSpec cli;
+  apply_option(cli, "-t", "5");
+  apply_option(cli, "-N", "4");
+  auto m = merge_specs(script, cli);
+  CHECK(m.nodes.value_or(0) == 4);
+  CHECK(!m.min_nodes);
+  CHECK(!m.max_nodes);
+  CHECK(m.time_limit.value_or(0) == 300);
+  CHECK(m.name.value_or("") == "fromscript");
+  CHECK(m.output.value_or("") == "s.out");
+  CHECK(m.constraint.value_or("") == "even");
+  CHECK(m.max_power.value_or(0) == Approx(90));
+  auto j = resolve_job(m, 8, "x", "d", "/tmp");
+  CHECK(j.kind == "rigid");
+  CHECK(j.req_nodes == 4);
+
+  // a command-line range replaces a script count; --min-nodes alone only the minimum
+  JobSpec cli2;
+  apply_option(cli2, "--min-nodes", "3");
+  auto m2 = merge_specs(script, cli2);
+  CHECK(m2.min_nodes.value_or(0) == 3);
+  CHECK(m2.max_nodes.value_or(0) == 8);
+  JobSpec cli3;
+  apply_option(cli3, "-N", "1-2");
+  auto count_script = spec_of("#SBATCH -N 6 --rigid\n");
+  auto m3 = merge_specs(count_script, cli3);
+  CHECK(!m3.nodes);
+  CHECK(m3.min_nodes.value_or(0) == 1);
+  CHECK(m3.max_nodes.value_or(0) == 2);
+  CHECK_FALSE(m3.rigid);
+  // -t 0 is unlimited; --wrap only on the command line
+  JobSpec t0;
+  apply_option(t0, "-t", "0");
+  CHECK(resolve_job(merge_specs(script, t0), 8, "x", "d", "/tmp").time_limit == -1);
+  REQUIRE_THROWS_WITH(spec_of("#SBATCH --wrap=hostname\n"), Contains("--wrap") && Contains("command line"));
 }

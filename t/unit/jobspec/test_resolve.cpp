@@ -246,3 +246,29 @@ TEST_CASE("job_to_json", "[submit]") {
   CHECK(o["min_power_w"].is_null());
   CHECK(o["max_power_w"] == 10.0);
 }
+
+// sbatch tasks: the node count follows from -n and the nodes' CPUs.
+TEST_CASE("resolve: tasks and CPUs per node", "[resolve][tasks]") {
+  auto with = [](std::vector<std::pair<std::string, std::string>> opts, int cpus, int cluster = 8) {
+    JobSpec s;
+    for (auto& [k, v] : opts) apply_option(s, k, v);
+    return resolve_job(s, cluster, "#!/bin/sh\n", "x", "/tmp", cpus);
+  };
+  auto a = with({{"-n", "64"}}, 16);
+  CHECK(a.kind == "rigid");
+  CHECK(a.req_nodes == 4);
+  CHECK(a.ntasks == 64);
+  CHECK(with({{"-n", "65"}}, 16).req_nodes == 5);
+  CHECK(with({{"-n", "8"}, {"-c", "4"}}, 16).req_nodes == 2);
+  CHECK(with({{"--ntasks-per-node", "2"}, {"-n", "6"}}, 16).req_nodes == 3);
+  auto b = with({{"--ntasks-per-node", "4"}, {"-N", "2"}}, 16);
+  CHECK(b.ntasks == 8);
+  CHECK(b.ntasks_per_node == 4);
+  CHECK(with({{"-N", "3"}}, 16).ntasks == 0);  // one task per node
+  REQUIRE_THROWS_WITH(with({{"-c", "17"}}, 16), Contains("--cpus-per-task") && Contains("16"));
+  REQUIRE_THROWS_WITH(with({{"-n", "33"}, {"-N", "2"}}, 16), Contains("does not fit"));
+  REQUIRE_THROWS_WITH(with({{"-n", "1"}, {"-N", "2"}}, 16), Contains("fewer tasks"));
+  REQUIRE_THROWS_WITH(with({{"-n", "4"}, {"-N", "1-2"}}, 16), Contains("node range"));
+  REQUIRE_THROWS_WITH(with({{"-n", "200"}}, 16), Contains("needs 13 nodes"));
+  REQUIRE_THROWS_WITH(with({{"--ntasks-per-node", "9"}, {"-c", "2"}}, 16), Contains("--ntasks-per-node (9)"));
+}

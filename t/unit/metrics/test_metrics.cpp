@@ -1,5 +1,9 @@
 // Workload metrics on small hand-computed workloads, and the mjstat views.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include "dynres/metrics.hpp"
 #include "dynres/views.hpp"
@@ -86,7 +90,8 @@ TEST_CASE("metrics: tau bounds short runs", "[metrics]") {
   CHECK(m.avg_wait == Approx(57.5));
 }
 
-// A running job (no end) counts in wait but not in response; its open
+// A running job (no end) counts neither in wait nor in response (one
+// population for wait, response and slowdown: the finished jobs); its open
 // allocation counts up to the last end. A job cancelled while pending has an
 // end time but never started: it is not "finished".
 //   1: submit 0, start 0, end 40, 2 nodes      wait 0, resp 40, bsld 1
@@ -101,7 +106,7 @@ TEST_CASE("metrics: running and cancelled-pending jobs", "[metrics]") {
   CHECK(m.jobs == 3);
   CHECK(m.finished == 1);
   CHECK(m.makespan == Approx(40));
-  CHECK(m.avg_wait == Approx(5));  // (0 + 10) / 2 started jobs
+  CHECK(m.avg_wait == Approx(0));  // job 1 only: the running job 2 (wait 10) is not finished
   CHECK(m.avg_response == Approx(40));
   CHECK(m.avg_bounded_slowdown == Approx(1));
   CHECK(m.utilisation == Approx(110.0 / 80.0));
@@ -144,4 +149,24 @@ TEST_CASE("views: queue table, detail, summary", "[views]") {
   auto f = job(15, kFailed, 0, 1, 2, 1);
   CHECK(render_summary({a, b, c, f}) == "4 jobs: 2 done, 1 running, 1 pending (COMPLETED=1 FAILED=1)");
   CHECK(render_summary({}) == "0 jobs: 0 done, 0 running, 0 pending");
+}
+
+// Paths and titles reach gnuplot quoted: a quote in the output directory or
+// the title neither breaks the chart nor runs gnuplot commands of its own.
+TEST_CASE("gantt: quotes in paths and titles are escaped", "[metrics][gantt]") {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;  // gnuplot-nox is in setup's PKGS
+  char tmpl[] = "/tmp/dynres-gantt-test-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  std::string base = tmpl, dir = base + "/it's \"here\"";
+  REQUIRE(std::system(("mkdir -p '" + base + "/it'\\''s \"here\"'").c_str()) == 0);
+  std::string pwned = base + "/pwned";
+  std::string title = "x'; system('touch " + pwned + "'); set title 'y\nz";
+  std::vector<AllocationRecord> al = {{1, "n[1-2]", 2, 100, 150}, {2, "n3", 1, 120, 130}};
+  std::string png = dir + "/g'c.png";
+  REQUIRE_NOTHROW(write_gantt_png(png, al, {"n1", "n2", "n3"}, title));
+  struct stat sb;
+  CHECK(::stat(png.c_str(), &sb) == 0);
+  CHECK(::stat(pwned.c_str(), &sb) != 0);
+  CHECK(gnuplot_quote("a'b\nc") == "'a''b c'");
+  std::system(("rm -rf '" + base + "'").c_str());
 }

@@ -1,6 +1,7 @@
 // What a job asks for: #SBATCH / #MJ directives and mjsub options
 // (seed 000 Listing 4.1 and 5.1; sbatch(1) names where they exist).
 #pragma once
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,13 +23,67 @@ class SpecError : public std::runtime_error {
 struct JobSpec {
   std::optional<std::string> name;
   std::optional<int> nodes, min_nodes, max_nodes;  ///< -N n | -N min-max sets the range
+  bool nodes_given = false;  ///< -N was given (a later -N replaces an earlier one entirely)
+  bool range_from_N = false; ///< min_nodes/max_nodes came from -N MIN-MAX (not --min/--max-nodes)
   std::optional<std::string> constraint;
   std::optional<int64_t> time_limit;                ///< seconds, -1 unlimited
   std::optional<std::string> output, error, chdir;
   std::optional<double> min_power, max_power;       ///< watts per node
   bool rigid = false;
-  bool export_env = true;  ///< --export=ALL (default) | NONE
+  std::optional<bool> export_env;  ///< --export=ALL (true, the default) | NONE
+  std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
+  bool hold = false;               ///< --hold: submitted held (mjcontrol release)
+  std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
+  std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
+  std::optional<int> ntasks, ntasks_per_node, cpus_per_task;  ///< -n, --ntasks-per-node, -c
+  std::vector<std::string> export_vars;  ///< --export=[ALL,]VAR[=value],...: the listed variables
+  std::vector<int> array_tasks;          ///< --array indices (empty: not an array)
+  int array_max = 0;                     ///< --array ...%max
 };
+
+/// Parse sbatch --array: "1-5", "1,3,7", "0-15:4", any of them with "%N"
+/// (at most N tasks running at once). Indices 0..1000000, at most 10000
+/// tasks. Throws SpecError naming the bad part. Returns sorted, unique
+/// indices and the limit (0 = none).
+std::pair<std::vector<int>, int> parse_array(const std::string& v);
+
+/// One condition of sbatch --dependency.
+struct Dependency {
+  std::string type;            ///< after | afterany | afterok | afternotok | singleton
+  std::vector<int64_t> jobs;   ///< empty for singleton
+};
+
+/// Parse "type:id[:id...][,type:id...]" and "singleton" (all conditions must
+/// hold, as Slurm's ','; '?' (any) is refused). Throws SpecError naming the
+/// bad part.
+std::vector<Dependency> parse_dependency(const std::string& v);
+/// The canonical text of a parsed dependency list.
+std::string format_dependency(const std::vector<Dependency>& d);
+
+/// Whether a job with dependency `dep` (normalized text) may start:
+/// "" (satisfied), "Dependency" (not yet) or "DependencyNeverSatisfied".
+/// lookup(id) gives a job record (nullopt if unknown: never satisfied);
+/// same_name_active(): for singleton, whether another job of the same user
+/// and name is running, or pending and submitted earlier.
+///   after      — each job has started (or was cancelled before starting)
+///   afterany   — each job has ended (any final state)
+///   afterok    — each job COMPLETED with exit code 0 (never, once one ended otherwise)
+///   afternotok — each job ended in another final state (never, once one COMPLETED)
+std::string dependency_status(const std::string& dep,
+                              const std::function<std::optional<JobRecord>(int64_t)>& lookup,
+                              const std::function<bool()>& same_name_active);
+
+/// sbatch --begin values: now, now+N[s|m|h|d] (seconds without a unit; also
+/// seconds/minutes/hours/days), HH:MM[:SS] (today, or tomorrow if passed),
+/// YYYY-MM-DD[THH:MM[:SS]] (local time). Throws SpecError naming the value.
+double parse_begin_time(const std::string& v, double now);
+
+/// sbatch precedence: every field given on the command line (cli) replaces
+/// the script's value of that field (script), whatever the order of options;
+/// fields not given on the command line keep the script's. -N is one field
+/// (count or range): `-N 4` over `#SBATCH -N 2-8` gives a rigid 4; a range
+/// set with --min-nodes/--max-nodes stays, with -N as the requested size.
+JobSpec merge_specs(JobSpec script, const JobSpec& cli);
 
 /// One option of the table shared by the command line and the directives.
 struct OptionDef {
@@ -65,6 +120,7 @@ struct Directive {
 std::vector<Directive> parse_directives(const std::string& script);
 
 /// Apply directives to spec; errors are prefixed "line N: <directive>: ".
+/// Command-line-only options (--wrap) are refused in directives.
 void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 
 /// Check the spec against a cluster of `cluster_nodes` usable nodes and turn
@@ -75,8 +131,15 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 /// min power > max power.
 /// Kinds: a node range (--min-nodes/--max-nodes or -N a-b) makes the job
 /// moldable; --rigid or no range makes it rigid.
+///
+/// Tasks (sbatch): with P = cpus_per_node CPUs per node and C =
+/// --cpus-per-task (default 1), a node runs T = --ntasks-per-node tasks
+/// (default floor(P / C)); -n K without -N asks for ceil(K / T) nodes
+/// (rigid); with -N N, K must lie in [N, N*T]; --ntasks-per-node T with -N N
+/// (default 1) gives K = N*T. Refused: C > P, T*C > P, tasks with a node
+/// range. ntasks 0 in the record means one task per node.
 JobRecord resolve_job(const JobSpec& spec, int cluster_nodes, const std::string& script_text,
-                      const std::string& default_name, const std::string& cwd);
+                      const std::string& default_name, const std::string& cwd, int cpus_per_node = 1);
 
 }  // namespace dynres
 
@@ -88,7 +151,25 @@ struct SubmitRequest {
   std::string script_path;  ///< "" or "-" = standard input
   std::vector<std::pair<std::string, std::string>> options;  ///< command line, applied after directives
   std::string cwd;          ///< submitter's working directory
+  std::vector<std::string> args;  ///< arguments of the script (after its name)
 };
+
+/// sbatch's input environment variables that mjsub honours, as options:
+/// SBATCH_JOB_NAME (-J), SBATCH_TIMELIMIT (-t), SBATCH_OUTPUT (-o),
+/// SBATCH_ERROR (-e), SBATCH_EXPORT (--export); SBATCH_ACCOUNT,
+/// SBATCH_PARTITION and SBATCH_QOS are accepted and ignored. They override
+/// the script's directives and are overridden by the command line.
+const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables();
+
+/// Index in argv of the job script of an mjsub command line: the first word
+/// that is neither an option nor an option's value (value-taking options:
+/// those of job_options() and ignored_sbatch_options() that take one, plus
+/// extra_valued), or the word after "--". 0 when there is none.
+int script_position(int argc, char** argv, const std::vector<std::string>& extra_valued);
+
+/// sbatch -W: wait until job id has ended; returns its exit code (0 for
+/// COMPLETED; the job's exit code, or 1 when it has none, otherwise).
+int wait_for_job(const std::string& home, int64_t id, double poll_s = 0.2);
 
 /// Read the script, apply its directives then the command-line options,
 /// validate against the cluster, and record the job as PENDING in one
@@ -96,7 +177,20 @@ struct SubmitRequest {
 /// next pass). Throws SpecError (bad input; nothing is written) or DbError.
 JobRecord submit_job(const SubmitRequest& req);
 
+/// Everything submit_job does before recording: read and check the script
+/// and options against the cluster in st. Nothing is written.
+/// array_tasks (when given) receives the --array indices and array_max.
+JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks = nullptr);
+
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);
+
+/// Outcome of hold_job.
+enum class HoldResult { done, not_pending, not_found, not_owner };
+
+/// mjcontrol hold/release: hold (or release) a PENDING job as user uid (root
+/// may act on any job; another user's job is refused and left unchanged).
+/// A release wakes the scheduler.
+HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold);
 
 }  // namespace dynres

@@ -22,8 +22,9 @@ struct Metrics {
   int jobs = 0;                ///< jobs considered (all in the records)
   int finished = 0;            ///< jobs in a final state that ran
   double makespan = 0;         ///< last end − first submit, s
-  double utilisation = 0;      ///< node-seconds held / (nodes × makespan), 0..1
-  double avg_wait = 0;         ///< mean(start − submit) over started jobs, s
+  double utilisation = 0;      ///< node-seconds held / (nodes × makespan), 0..1; nodes = every
+                               ///< registered node, down/drained time included (no node-state history)
+  double avg_wait = 0;         ///< mean(start − submit) over finished jobs (as response, slowdown), s
   double avg_response = 0;     ///< mean(end − submit) over finished jobs, s
   double avg_bounded_slowdown = 0;  ///< mean(max(1, (end−submit)/max(end−start, τ))), finished jobs
   double tau = 10;             ///< bounded-slowdown threshold τ, s
@@ -50,6 +51,10 @@ std::vector<ResizeRecord> resize_events(State& st);
 /// Multiply every time of the records by factor (relative to the first
 /// submission), to report a time-scaled run in unscaled seconds.
 void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double factor);
+
+/// s as a single-quoted gnuplot string literal ('' for a quote; newlines
+/// become spaces), safe for paths and titles with any characters.
+std::string gnuplot_quote(const std::string& s);
 
 /// Write a Gantt chart (nodes × time, one box per job per node) as PNG via
 /// gnuplot. node_order gives the y position of each node name. Throws

@@ -10,15 +10,26 @@
 namespace dynres {
 
 /// Column names accepted by mjstat --format (comma separated), with headers.
-/// jobid,name,state,nodes,time,timelimit,nodelist,reason,kind,minnodes,
-/// maxnodes,constraint,submit,start,end,exitcode,wait
+/// jobid,name,user,state,st,nodes,time,timelimit,nodelist,reason,kind,
+/// minnodes,maxnodes,constraint,submit,start,end,exitcode,wait
 const std::vector<std::string>& queue_columns();
 /// Default: jobid,name,state,nodes,time,timelimit,nodelist
 const std::string& default_format();
 
+/// squeue -l's columns.
+const std::string& long_format();
+
 /// Render jobs as an aligned table; NODELIST shows "(reason)" for pending
-/// jobs like squeue. Throws std::invalid_argument naming an unknown column.
-std::string render_table(const std::vector<JobRecord>& jobs, const std::string& format, double now);
+/// jobs like squeue. `format` is either column names (comma separated) or
+/// an squeue format string with % codes: %i job id, %j name, %u user, %T
+/// state, %t compact state, %M time used, %l time limit, %D nodes, %R
+/// nodelist or (reason), %N nodelist, %r reason, %V submit, %S start, %e
+/// end, %% a percent sign; an optional width (%10j; "-" for left alignment
+/// is the default, "." as in %.10j right-aligns) pads or truncates like
+/// squeue. Without a header line when header is false (squeue -h). Throws
+/// std::invalid_argument naming an unknown column or code.
+std::string render_table(const std::vector<JobRecord>& jobs, const std::string& format, double now,
+                         bool header = true);
 
 /// key=value detail of one job, like `scontrol show job`.
 std::string render_detail(const JobRecord& j, double now);

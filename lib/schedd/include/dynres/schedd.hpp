@@ -7,6 +7,8 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -16,9 +18,29 @@
 
 namespace dynres::schedd {
 
-/// Build the policy's view of the cluster from the state file.
+/// Build the policy's view of the cluster from the state file (one read
+/// transaction). Held pending jobs and jobs whose begin time is later than
+/// `now` are left out.
 /// node_ids[i] is the state-file id of Snapshot::nodes[i].
-sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids);
+/// Jobs whose --dependency is not met, and array tasks beyond the array's
+/// %max (counting its running tasks), are left out too; their reason
+/// (Dependency, DependencyNeverSatisfied, JobArrayTaskLimit) goes to
+/// *blocked when given.
+sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node_ids,
+                               std::map<int64_t, std::string>* blocked = nullptr);
+
+/// Expected start times of the pending jobs (squeue --start): the policy is
+/// replayed in model time from `snap` (one read of the state file, see
+/// build_snapshot), assuming every job runs until its time limit
+/// (policy.default_time_limit when unlimited; a job already past its limit
+/// ends "now"). Jobs that could never start are absent. Pure.
+std::map<int64_t, double> expected_starts(sched::Snapshot snap, const sched::PolicyConfig& policy);
+
+/// sbatch --test-only: when `job` (not recorded) would start if it were
+/// submitted now, at the end of the queue (expected_starts with the job
+/// added), never before its begin time. nullopt for a held job, a job with
+/// a dependency, or one that could never start.
+std::optional<double> test_only_start(State& st, const JobRecord& job, const sched::PolicyConfig& policy);
 
 struct Daemon {
   std::string home;

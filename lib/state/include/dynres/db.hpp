@@ -65,7 +65,8 @@ class Stmt {
 class Db {
  public:
   /// Open (create=true: create if missing) the state file at `path`.
-  /// Sets WAL, busy_timeout (ms), foreign_keys, synchronous=NORMAL.
+  /// Sets WAL, busy_timeout (ms; the environment variable
+  /// DYNRES_DB_BUSY_TIMEOUT_MS overrides it), foreign_keys, synchronous=NORMAL.
   /// Throws DbError naming the path when the file is missing (create=false)
   /// or unreadable.
   explicit Db(const std::string& path, bool create = false, int busy_timeout_ms = 30000);
@@ -84,6 +85,10 @@ class Db {
   /// Run fn inside BEGIN IMMEDIATE ... COMMIT; ROLLBACK and rethrow on
   /// any exception, so a failed change leaves the file untouched.
   void write_tx(const std::function<void()>& fn);
+
+  /// Run fn inside BEGIN (deferred) ... COMMIT: every statement of fn reads
+  /// the same snapshot of the file (no change committed meanwhile is seen).
+  void read_tx(const std::function<void()>& fn);
 
   /// Apply a module's migrations in order (module = "core", "icheck", ...).
   /// migrations[k] brings the module from version k to k+1. Runs in one

@@ -34,6 +34,7 @@ struct NodeRecord {
   std::string host;   ///< real host for the srun launcher (== name inside Slurm)
   std::string state;  ///< "up" | "down" | "drain"
   int64_t job_id = 0; ///< job holding the node, 0 when idle
+  int cpus = 1;       ///< CPUs of the node (vcluster-boot --cpus-per-node)
 };
 
 struct JobRecord {
@@ -51,6 +52,7 @@ struct JobRecord {
   std::string submit_dir;         ///< where mjsub ran (MJ_SUBMIT_DIR)
   std::string env;                ///< submitter's environment as a JSON object; "" = --export=NONE
   std::optional<int64_t> step_pgid;  ///< process group of the running step
+  std::optional<int64_t> step_start; ///< its leader's start time (ticks since boot), the group's identity
   double submit_time = 0;
   std::optional<double> start_time, end_time;
   int num_nodes = 0;              ///< nodes held now (or at the end)
@@ -59,7 +61,20 @@ struct JobRecord {
   std::string reason;             ///< why pending / how it ended
   std::optional<int64_t> supervisor_pid;
   bool cancel_requested = false;
+  bool held = false;                 ///< sbatch --hold / mjcontrol hold: not scheduled until released
+  std::optional<double> begin_time;  ///< sbatch --begin: not scheduled before this time
+  std::string dependency;            ///< sbatch --dependency, normalized; "" = none
+  int ntasks = 0;                    ///< sbatch -n (0: one task per node)
+  int ntasks_per_node = 0;           ///< sbatch --ntasks-per-node (0: not given)
+  int cpus_per_task = 1;             ///< sbatch -c
+  std::string args;                  ///< script arguments, JSON array of strings; "" = none
+  std::optional<int64_t> array_job_id;  ///< sbatch --array: the array's id (its first task's job id)
+  std::optional<int> array_task_id;     ///< the task's index
+  int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
 };
+
+/// squeue's job id: "A_T" for an array task, else the id.
+std::string display_id(const JobRecord& j);
 
 struct AllocationRecord {
   int64_t job_id = 0;
@@ -83,11 +98,25 @@ class State {
   std::vector<NodeRecord> nodes();
   /// Number of nodes that are not down (what a job may ask for at most).
   int usable_node_count();
+  /// CPUs per node a job can count on: the smallest CPU count of the nodes
+  /// that are not down (1 when there is none).
+  int node_cpus();
+  /// Set the CPU count of the named nodes (all when names is empty) in one
+  /// transaction. Returns the nodes changed. Throws DbError for an unknown
+  /// node or cpus < 1 (nothing changed).
+  int set_node_cpus(const std::vector<std::string>& names, int cpus);
 
   // ---- jobs --------------------------------------------------------------
   /// Insert a PENDING job and a "submit" event in one transaction; fills
   /// %j in the output paths with the new id. Returns the id.
   int64_t submit(JobRecord job);
+  /// Insert the tasks of a job array (sbatch --array) as PENDING jobs in one
+  /// transaction: task k gets index tasks[k]; the first task's id is the
+  /// array's id (array_job_id of every task); %A/%a in output paths become
+  /// the array id and the task index. Returns the ids.
+  std::vector<int64_t> submit_array(JobRecord job, const std::vector<int>& tasks, int max_running);
+  /// Ids of the tasks of array array_id (only index task when given), by index.
+  std::vector<int64_t> array_task_ids(int64_t array_id, std::optional<int> task = std::nullopt);
   std::optional<JobRecord> job(int64_t id);
   /// Jobs in the given states (empty = all), ordered by (submit_time, id).
   std::vector<JobRecord> jobs(const std::vector<std::string>& states = {});
@@ -110,13 +139,19 @@ class State {
   void request_cancel(int64_t id);
 
   void set_reason(int64_t id, const std::string& reason);
-  /// Record the process group of a job's step (set by its supervisor).
-  void set_step_pgid(int64_t id, int64_t pgid);
+  /// Hold (reason JobHeldUser) or release (reason None) a PENDING job, with
+  /// a hold/release event. Returns false when the job is not pending.
+  bool set_held(int64_t id, bool held, double now);
+  /// Record the process group of a RUNNING job's step and its leader's start
+  /// time (set by its supervisor before the step may exec the job script).
+  /// Returns false when the job is not RUNNING any more.
+  bool set_step_pgid(int64_t id, int64_t pgid, int64_t leader_start);
   void event(double time, int64_t job_id, const std::string& kind, const std::string& detail);
 
   std::vector<AllocationRecord> allocations();
 
  private:
+  int64_t insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task);
   Db db_;
 };
 

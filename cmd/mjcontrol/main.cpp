@@ -1,0 +1,95 @@
+// mjcontrol — hold, release and show jobs, like scontrol (mjcontrol(1)).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "dynres/hostlist.hpp"
+#include "dynres/jobsel.hpp"
+#include "dynres/jobspec.hpp"
+#include "dynres/paths.hpp"
+#include "dynres/views.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Hold, release or show dynres jobs (like scontrol).", "mjcontrol"};
+  std::string home, hold_ids, release_ids, show_what, show_id;
+  bool json = false;
+  app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
+  app.add_flag("--json", json, "show: print JSON");
+  auto* hold = app.add_subcommand("hold", "hold pending jobs: they are not scheduled until released");
+  hold->add_option("job_ids", hold_ids, "job ids, comma separated")->required();
+  auto* release = app.add_subcommand("release", "release held jobs");
+  release->add_option("job_ids", release_ids, "job ids, comma separated")->required();
+  std::string upd_what, upd_nodes, upd_setting;
+  auto* update = app.add_subcommand("update", "change nodes: update node NODELIST|ALL cpus=N");
+  update->add_option("entity", upd_what, "what to change: node")->required()->check(CLI::IsMember({"node", "nodes"}));
+  update->add_option("nodelist", upd_nodes, "nodes, e.g. n[1-4], or ALL")->required();
+  update->add_option("setting", upd_setting, "cpus=N: CPUs per node")->required();
+  auto* show = app.add_subcommand("show", "show jobs in detail: show job [ID]");
+  show->add_option("entity", show_what, "what to show: job")->required()->check(CLI::IsMember({"job", "jobs"}));
+  show->add_option("job_id", show_id, "job id (default: every pending or running job)");
+  app.require_subcommand(1);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    home = dynres::cluster_home(home);
+    dynres::State st(dynres::state_path(home));
+    if (update->parsed()) {
+      std::string key = upd_setting.substr(0, upd_setting.find('='));
+      for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string val = upd_setting.find('=') == std::string::npos ? "" : upd_setting.substr(upd_setting.find('=') + 1);
+      if (key != "cpus") throw std::invalid_argument("update node: unknown setting '" + upd_setting + "' (cpus=N)");
+      if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
+        throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");
+      struct stat sb {};
+      if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
+        throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
+      std::vector<std::string> names;
+      if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
+      int n = st.set_node_cpus(names, std::stoi(val));
+      std::cout << "mjcontrol: " << n << " node(s) now have " << val << " CPUs\n";
+      return 0;
+    }
+    if (show->parsed()) {
+      std::vector<dynres::JobRecord> jobs;
+      if (!show_id.empty()) {
+        for (auto id : dynres::parse_id_list(show_id)) {
+          auto j = st.job(id);
+          if (!j) throw std::invalid_argument("invalid job id " + std::to_string(id));
+          jobs.push_back(*j);
+        }
+      } else {
+        jobs = dynres::select_jobs(st, {});
+      }
+      double now = dynres::now_seconds();
+      for (auto& j : jobs) std::cout << (json ? dynres::job_to_json(j).dump(2) + "\n" : dynres::render_detail(j, now) + "\n");
+      return 0;
+    }
+    const bool h = hold->parsed();
+    int rc = 0;
+    for (auto id : dynres::parse_id_list(h ? hold_ids : release_ids)) {
+      switch (dynres::hold_job(st, home, id, static_cast<int64_t>(::getuid()), h)) {
+        case dynres::HoldResult::done:
+          break;
+        case dynres::HoldResult::not_pending:
+          std::cerr << "mjcontrol: error: job " << id << " is not pending (" << st.job(id)->state
+                    << "): not " << (h ? "held" : "released") << "\n";
+          rc = 1;
+          break;
+        case dynres::HoldResult::not_found:
+          std::cerr << "mjcontrol: error: invalid job id " << id << "\n";
+          rc = 1;
+          break;
+        case dynres::HoldResult::not_owner:
+          std::cerr << "mjcontrol: error: job " << id << ": Access/permission denied (job of user "
+                    << dynres::user_name(st.job(id)->uid) << ")\n";
+          rc = 1;
+          break;
+      }
+    }
+    return rc;
+  } catch (const std::exception& e) {
+    std::cerr << "mjcontrol: error: " << e.what() << "\n";
+    return 1;
+  }
+}
