@@ -56,10 +56,10 @@ C=$T_TMP/c
 boot_cluster "$C" 2 --tick 5
 write_script "$T_TMP/job.sh" '#!/bin/bash' 'true'
 before=$(state_digest "$C")
-t_run fiu-run -x -c 'enable name=posix/io/rw/pwrite,failinfo=28' mjsub "$T_TMP/job.sh"
+t_run fiu-run -x -c 'enable name=posix/io/rw/pwrite,failinfo=28' mjsub -o "$T_TMP/%j.out" "$T_TMP/job.sh"
 assert_eq 1 "$T_RC" "mjsub on a full disk exits 1"
 assert_contains "$T_ERR" "database or disk is full" "mjsub says the disk is full"
 assert_eq "$before" "$(state_digest "$C")" "the state file is unchanged"
-t_run mjsub "$T_TMP/job.sh"
+t_run mjsub -o "$T_TMP/%j.out" "$T_TMP/job.sh"
 assert_eq 0 "$T_RC" "mjsub works again once the disk has room"
 t_done
