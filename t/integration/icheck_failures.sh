@@ -11,7 +11,12 @@ W=$(mktemp -d /tmp/icheck_fail.XXXXXX); chmod 700 "$W"
 export DYNRES_HOME=$W
 unset ICHECK_CONFIG ICHECK_TRANSFER
 APP_PID=""
-cleanup() { [ -n "$APP_PID" ] && kill -9 "$APP_PID" 2>/dev/null; "$SRC/share/dynres/icheck-down" --home "$W"; rm -rf "$W"; }
+cleanup() {
+  [ -n "$APP_PID" ] && kill -9 "$APP_PID" 2>/dev/null
+  "$SRC/share/dynres/icheck-down" --home "$W"
+  # files may still be closing after the daemons went: retry until it is gone
+  for _ in 1 2 3 4 5; do rm -rf "$W" 2>/dev/null; [ -e "$W" ] || break; sleep 0.5; done
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 T="timeout 60"
@@ -53,21 +58,37 @@ grep -q "RESTORED 20 4" "$W/f2" || fail "not restored from the second level: $(c
 [ "$(result $W/f2)" = "$R" ] || fail "result differs after restore from the second level"
 echo "ok all agents gone -> second level"
 
-# (g) corrupted second-level file -> refused, older valid version used
-printf 'direct: true\npfs_dir: %s/pfs2\n' "$W" >"$W/d2.yaml"
-R=$(ref corrupt 50000 40 5)
-$T ictest corrupt 50000 20 5 --config "$W/d2.yaml" >"$W/g1" || fail "g1"
-F=$(ls "$W"/pfs2/*/corrupt/v0000000004/r000000.grid.*dat) && [ -f "$F" ] || fail "no v4 file"
-python3 - "$F" <<'PY'
+# (g) corrupted second-level files -> refused, the newest valid version used.
+# Four versions are kept (iterations 5, 10, 15, 20), so "newest valid" and
+# "oldest" differ: corrupt v4 -> v3 (15); corrupt v4 and v3 -> v2 (10).
+printf 'keep_versions: 4\n' >"$W/dyn2.yaml"
+printf 'direct: true\npfs_dir: %s/pfs2\ndynamic_config: %s/dyn2.yaml\n' "$W" "$W" >"$W/d2.yaml"
+flip() {  # FILE: flip one bit in the middle
+  python3 - "$1" <<'PY'
 import sys
 p = sys.argv[1]
 b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 0x40
 open(p, 'wb').write(bytes(b))
 PY
-$T ictest corrupt 50000 40 5 --config "$W/d2.yaml" >"$W/g2" || fail "restart with a corrupted file"
-grep -q "RESTORED 15 " "$W/g2" || fail "corrupt version not refused: $(cat $W/g2)"
-[ "$(result $W/g2)" = "$R" ] || fail "result differs after refusing the corrupt version"
-echo "ok corrupted file refused"
+}
+for app in corrupt corrupt2; do
+  R=$(ref "$app" 50000 40 5)
+  $T ictest "$app" 50000 20 5 --config "$W/d2.yaml" >"$W/g1" || fail "g1 $app"
+  n=$(ls -d "$W"/pfs2/*/"$app"/v* | wc -l)
+  [ "$n" = 4 ] || fail "$app: $n versions kept, expected 4"
+  F=$(ls "$W"/pfs2/*/"$app"/v0000000004/r000000.grid.*dat) && [ -f "$F" ] || fail "no v4 file"
+  flip "$F"
+  expect=15
+  if [ "$app" = corrupt2 ]; then
+    F=$(ls "$W"/pfs2/*/"$app"/v0000000003/r000000.grid.*dat) && [ -f "$F" ] || fail "no v3 file"
+    flip "$F"
+    expect=10
+  fi
+  $T ictest "$app" 50000 40 5 --config "$W/d2.yaml" >"$W/g2" || fail "restart with corrupted files"
+  grep -q "RESTORED $expect " "$W/g2" || fail "$app: expected the restore of iteration $expect: $(head -3 $W/g2)"
+  [ "$(result $W/g2)" = "$R" ] || fail "$app: result differs after refusing the corrupt versions"
+done
+echo "ok corrupted versions refused, the newest valid one restored"
 
 # (h) application SIGKILLed at random moments, restarted until done
 R=$(ref sigkill 200000 60 3)
