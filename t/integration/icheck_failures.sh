@@ -14,7 +14,9 @@ APP_PID=""
 cleanup() {
   [ -n "$APP_PID" ] && kill -9 "$APP_PID" 2>/dev/null
   "$SRC/share/dynres/icheck-down" --home "$W"
-  # files may still be closing after the daemons went: retry until it is gone
+  # an agent may still be writing its last second-level version: wait until no
+  # process of this test's service is left, then remove (retrying while files close)
+  for _ in $(seq 100); do pgrep -f -- "$W/" >/dev/null || break; sleep 0.1; done
   for _ in 1 2 3 4 5; do rm -rf "$W" 2>/dev/null; [ -e "$W" ] || break; sleep 0.5; done
 }
 trap cleanup EXIT
