@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("-p,--policy", policy,
                  "fcfs|backfill|easy|fpsma|egs|minagree|perf (default: --config's scheduler.policy, else easy)");
   app.add_option("-N,--nodes", nodes, "cluster size (default: esp 34, batches 32, SWF: the trace's MaxNodes)")
-      ->check(CLI::Range(1, 10000000));
+      ->check(CLI::Range(1, 1000000));
   app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches")->capture_default_str();
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
                   ->capture_default_str();
   app.add_option("--shrink-cost", o.shrink_cost, "seconds without progress per shrink")->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  app.add_option("--tick", o.tick, "also run a pass every this many seconds (0: on events only)")
+  app.add_option("--tick", o.tick, "also run a pass every this many seconds, >= 0.1 (0: on events only)")
       ->check(CLI::Range(0.0, 1e9));
   app.add_option("--tau", o.tau, "bounded-slowdown threshold, seconds")->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
       o.policy = dynres::load_config(config).policy;
     }
     if (gc->count() > 0) o.policy.grow_cost = o.grow_cost;
+    if (o.tick > 0 && o.tick < 0.1) throw std::runtime_error("--tick must be 0 or at least 0.1 seconds");
     if (policy.empty()) policy = dynres::sched::to_string(o.policy.policy);
     auto p = dynres::sched::parse_policy(policy);
     if (!p) throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");

@@ -83,6 +83,8 @@ done <<EOF2
 -w esp --model gustafson|--model must be amdahl or downey
 -w esp -m 1.5|--malleable-fraction
 -w esp --nodes 0|--nodes
+-w esp --nodes 2000000|--nodes
+-w esp --tick 0.01|--tick must be 0 or at least 0.1
 EOF2
 # Until the live resize protocol lands, mjsched and esp-run refuse the
 # malleable policies by name (never silently run easy) and touch nothing.
