@@ -181,7 +181,11 @@ void release(Spawned& s) {
 
 namespace {
 
-void write_file(const std::string& path, const std::string& text, mode_t mode) {
+/// Write `text` to `path` atomically (temporary file, then rename). With
+/// `durable`, the temporary file is fsynced before the rename and the
+/// directory after it, so the file survives a machine crash too (the exit
+/// status hand-off); without, it survives any process crash.
+void write_file(const std::string& path, const std::string& text, mode_t mode, bool durable = false) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
@@ -194,9 +198,24 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
     }
     off += static_cast<size_t>(w);
   }
+  if (durable && ::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot fsync " + tmp + ": " + std::strerror(e));
+  }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     throw std::runtime_error("cannot rename " + tmp + ": " + std::strerror(errno));
+  if (durable) {
+    std::string dir = path.substr(0, path.find_last_of('/') + 1);
+    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || ::fsync(dfd) != 0) {
+      int e = errno;
+      if (dfd >= 0) ::close(dfd);
+      throw std::runtime_error("cannot fsync the directory of " + path + ": " + std::strerror(e));
+    }
+    ::close(dfd);
+  }
 }
 
 // Replace the environment by the submitter's (sbatch --export=ALL), keeping
@@ -234,7 +253,7 @@ void record_end(State& st, const std::string& home, int64_t id, const std::strin
   h["exit_code"] = code ? nlohmann::json(*code) : nlohmann::json(nullptr);
   try {
     ::mkdir(spool_dir(home).c_str(), 0700);
-    write_file(spool_file(home, id, "end"), h.dump() + "\n", 0600);
+    write_file(spool_file(home, id, "end"), h.dump() + "\n", 0600, /*durable=*/true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mjstepd: job %lld: %s\n", (long long)id, e.what());
   }
