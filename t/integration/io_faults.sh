@@ -7,6 +7,11 @@
 #     fail with a clear error that reaches the application, the previous
 #     version must stay restorable, no partial version may be restored, and a
 #     clean rerun must end with the same result as an uninterrupted run;
+#   - an agent whose second-level writes fail (fsync -> EIO, write -> ENOSPC):
+#     the commits to agent memory succeed, the failed second level reaches the
+#     application at icheck_finalize (ICHECK_EIO, named), the agent keeps
+#     running, and a rerun restores the newest version from agent memory and
+#     ends with the uninterrupted result;
 #   - mjsub when the state file's disk is full (pwrite -> ENOSPC): refused with
 #     a message, the state file unchanged.
 # Not covered: rename faults (ckstore renames with renameat2, which libfiu
@@ -50,6 +55,36 @@ done <<'EOF2'
 enable name=posix/io/sync/fsync,failinfo=5
 enable name=posix/io/rw/write,failinfo=28
 EOF2
+
+# an agent whose second level fails
+[[ -x $DYNRES_BIN/icagent ]] || t_skip "icagent is not built"
+t_run ictest ref2 50000 40 5 --config "$W/ref.yaml"
+REF2=$(result "$T_OUT")
+n=0
+while read -r fault; do
+  n=$((n + 1))
+  A=$T_TMP/agent$n
+  mkdir -p "$A"
+  chmod 700 "$A"
+  fiu-run -x -c "$fault" icagent --listen "unix:$A/a0.sock" --app ag --pfs-dir "$A/pfs" >"$A/agent.log" 2>&1 &
+  AP=$!
+  bg_register "$AP"
+  wait_for 20 "[$fault] the agent listens" test -S "$A/a0.sock" || continue
+  printf 'agents: [ "unix:%s/a0.sock" ]\npfs_dir: %s/pfs\n' "$A" "$A" >"$A/one.yaml"
+  t_run timeout 60 ictest ag 50000 20 5 --config "$A/one.yaml"
+  assert_contains "$T_OUT" "FINAL 4 rdma" "[agent, $fault] four versions committed to agent memory"
+  assert_contains "$T_OUT" "FINALIZE -9" "[agent, $fault] icheck_finalize returns the I/O error"
+  assert_contains "$T_ERR" "second-level file I/O failed" "[agent, $fault] the error is named to the application"
+  assert_ne 0 "$T_RC" "[agent, $fault] the application exits with an error"
+  pid_alive "$AP" && t_pass "[agent, $fault] the agent keeps running" || t_fail "[agent, $fault] the agent died"
+  t_run timeout 60 ictest ag 50000 40 5 --config "$A/one.yaml"
+  assert_contains "$T_OUT" "RESTORED 20 4" "[agent, $fault] the rerun restores version 4 from agent memory"
+  assert_eq "$REF2" "$(result "$T_OUT")" "[agent, $fault] the rerun ends with the uninterrupted result"
+  kill -TERM "$AP" 2>/dev/null
+done <<'EOF3'
+enable name=posix/io/sync/fsync,failinfo=5
+enable name=posix/io/rw/write,failinfo=28
+EOF3
 
 # mjsub on a full disk
 C=$T_TMP/c
