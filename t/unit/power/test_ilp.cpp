@@ -1,0 +1,154 @@
+// Eq. 5.3 ILP and the guarantees of Eq. 5.4/5.5 on hand-solved instances.
+#include <catch2/catch.hpp>
+
+#include "dynres/power_ilp.hpp"
+
+using namespace dynres::power;
+
+namespace {
+// N = 10 nodes, idle 71 W; job 1 at 200 W/node, job 2 at 100 W/node, 4 nodes
+// each, both malleable in [1, 8]; 2 nodes idle (draw now 1342 W).
+IlpInput two_jobs(double l, double u) {
+  IlpInput in;
+  in.nodes = 10;
+  in.idle_watts = 71;
+  in.lower = l;
+  in.upper = u;
+  in.running = {{1, 4, 1, 8, NodeConstraint::none, 200, 200}, {2, 4, 1, 8, NodeConstraint::none, 100, 100}};
+  return in;
+}
+}  // namespace
+
+TEST_CASE("ILP: no idle node, fewest moves among the minimal-idle plans") {
+  // idle = 0: draw = 100 a + 1000 with a + b = 10; <= 1450 -> a <= 4, b <= 8 -> a >= 2.
+  // (4, 6) moves 2, (3, 7) moves 4, (2, 8) moves 6 -> (4, 6).
+  auto r = solve_corridor(two_jobs(1000, 1450));
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{4, 6});
+  CHECK(r.idle == 0);
+  CHECK(r.idle_power == 0);
+  CHECK(r.moves == 2);
+  CHECK(r.max_draw == Approx(1400));
+}
+
+TEST_CASE("ILP: upper violation is corrected by idling nodes") {
+  // [500, 1000]: idle 0..3 cannot get below 1000 with a >= 1; idle 4, a + b = 6:
+  // 100 a + 600 + 284 <= 1000 -> a = 1, b = 5 (984 W).
+  auto r = solve_corridor(two_jobs(500, 1000));
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{1, 5});
+  CHECK(r.idle == 4);
+  CHECK(r.idle_power == Approx(284));
+  CHECK(r.max_draw == Approx(984));
+}
+
+TEST_CASE("ILP: odd and even node constraints") {
+  auto in = two_jobs(1000, 1450);
+  in.running[0].constraint = NodeConstraint::odd;
+  in.running[1].constraint = NodeConstraint::even;
+  // odd + even = odd, so idle must be odd; idle 1: a + b = 9, 100 a + 971 <= 1450
+  // -> a in {1, 3}: (3, 6) moves 3, (1, 8) moves 7 -> (3, 6, idle 1).
+  auto r = solve_corridor(in);
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{3, 6});
+  CHECK(r.idle == 1);
+}
+
+TEST_CASE("ILP: pof2, square and cube constraints through auxiliary variables") {
+  IlpInput in;
+  in.nodes = 12;
+  in.idle_watts = 50;
+  in.lower = 0;
+  in.upper = 100000;
+  // pof2 job in [1, 12] -> {1, 2, 4, 8}; square job in [1, 12] -> {1, 4, 9}.
+  in.running = {{1, 2, 1, 12, NodeConstraint::pof2, 100, 100}, {2, 1, 1, 12, NodeConstraint::square, 100, 100}};
+  // No idle: a + b = 12 with a in {1,2,4,8}, b in {1,4,9}: (8, 4) moves 6+3 = 9.
+  auto r = solve_corridor(in);
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{8, 4});
+  CHECK(r.idle == 0);
+  // cube job in [1, 12] -> {1, 8}; with a pof2 job: 8+4 or 4+8 or ... (4, 8) vs (8, ...) no 4 cube;
+  // a in {1,2,4,8}, c in {1,8}: sums 12 -> (4, 8). moves |4-2| + |8-1| = 9.
+  in.running[1].constraint = NodeConstraint::cube;
+  r = solve_corridor(in);
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{4, 8});
+  CHECK(r.idle == 0);
+}
+
+TEST_CASE("ILP: a waiting candidate is started within the corridor") {
+  auto in = two_jobs(1000, 1450);
+  in.candidates = {{7, 2, 2, NodeConstraint::none, 150, 150}};
+  // idle 0: a + b = 8, 100 a + 800 + 300 <= 1450 -> a <= 3 -> (3, 5) moves 2.
+  auto r = solve_corridor(in);
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{3, 5});
+  CHECK(r.m == std::vector<int>{2});
+  CHECK(r.idle == 0);
+  // two candidates: 2 nodes at 150 W and 1..3 nodes at 300 W
+  in.candidates.push_back({8, 1, 3, NodeConstraint::none, 300, 300});
+  r = solve_corridor(in);
+  // idle 0, a + b + c = 8: 200a + 100b + 300c + 300 <= 1450 with b = 8-a-c:
+  // 100a + 200c <= 350 -> a = 1, c = 1, b = 6 (moves 3+2 = 5).
+  REQUIRE(r.status == IlpStatus::optimal);
+  CHECK(r.k == std::vector<int>{1, 6});
+  CHECK(r.m == std::vector<int>{2, 1});
+  CHECK(r.idle == 0);
+}
+
+TEST_CASE("ILP: infeasible and invalid instances say why") {
+  // upper 800: the jobs at one node each with 8 idle nodes draw 868 W > 800 -> Eq. 5.4 fails.
+  auto r = solve_corridor(two_jobs(100, 800));
+  CHECK(r.status == IlpStatus::infeasible);
+  CHECK_THAT(r.reason, Catch::Contains("Eq. 5.4 fails"));
+  // lower 3000: job 1 on 9 nodes + job 2 on 1 = 1900 W < 3000 -> Eq. 5.5 fails.
+  r = solve_corridor(two_jobs(3000, 3500));
+  CHECK(r.status == IlpStatus::infeasible);
+  CHECK_THAT(r.reason, Catch::Contains("Eq. 5.5 fails"));
+  auto in = two_jobs(1000, 1450);
+  in.running[0].constraint = NodeConstraint::cube;
+  in.running[0].min_nodes = 2;
+  in.running[0].max_nodes = 7;
+  r = solve_corridor(in);
+  CHECK(r.status == IlpStatus::invalid);
+  CHECK_THAT(r.reason, Catch::Contains("job 1: no node count in [2, 7] is cube"));
+  r = solve_corridor(two_jobs(1450, 1000));
+  CHECK(r.status == IlpStatus::invalid);
+  CHECK_THAT(r.reason, Catch::Contains("not below the upper bound"));
+  in = two_jobs(1000, 1450);
+  in.running[1].min_nodes = 10;
+  in.running[1].max_nodes = 10;
+  r = solve_corridor(in);
+  CHECK(r.status == IlpStatus::invalid);
+  CHECK_THAT(r.reason, Catch::Contains("need 11 nodes"));
+}
+
+TEST_CASE("Guarantees of Eq. 5.4 and 5.5") {
+  auto in = two_jobs(1000, 1450);
+  auto g = guarantees(in);
+  // Eq. 5.4: 200 + 100 + 8 * 71 = 868 <= 1450
+  CHECK(g.upper_need == Approx(868));
+  CHECK(g.upper);
+  // Eq. 5.5: 100 (job 2 on one node) + 9 * 200 = 1900 >= 1000
+  CHECK(g.lower_reach == Approx(1900));
+  CHECK(g.lower);
+  CHECK(g.hungriest == 1);
+  CHECK_THAT(g.words, Catch::Contains("(Eq. 5.4 holds)"));
+  in.upper = 800;
+  in.lower = 2000;
+  g = guarantees(in);
+  CHECK_FALSE(g.upper);
+  CHECK_FALSE(g.lower);
+  CHECK_THAT(g.words, Catch::Contains("NOT guaranteed"));
+}
+
+TEST_CASE("node constraint helpers") {
+  CHECK(satisfies(8, NodeConstraint::pof2));
+  CHECK_FALSE(satisfies(6, NodeConstraint::pof2));
+  CHECK(satisfies(27, NodeConstraint::cube));
+  CHECK_FALSE(satisfies(26, NodeConstraint::cube));
+  CHECK(satisfies(49, NodeConstraint::square));
+  CHECK_FALSE(satisfies(50, NodeConstraint::square));
+  CHECK(parse_constraint("odd") == NodeConstraint::odd);
+  CHECK_THROWS_AS(parse_constraint("prime"), std::invalid_argument);
+}
