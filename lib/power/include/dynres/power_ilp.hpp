@@ -43,10 +43,15 @@ struct IlpInput {
   int nodes = 0;                        ///< N: usable nodes (busy + idle)
   double idle_watts = 71;               ///< p_idle, watts per idle node (§9.2.4: 71 W)
   double lower = 0, upper = 0;          ///< corridor [l, u], total watts
-  long timeout_s = 1;                   ///< lp_solve time limit, whole seconds (>= 1)
+  double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
+  bool fewest_moves = true;             ///< second phase: fewest node moves among minimal-idle plans
 };
 
-enum class IlpStatus { optimal, infeasible, timeout, invalid, error };
+/// optimal: least idle power proven (and, with fewest_moves, fewest moves
+/// proven); feasible: a plan within the corridor whose idle power or move
+/// count is not proven best because the time limit hit (still usable);
+/// timeout: no plan within the time limit.
+enum class IlpStatus { optimal, feasible, infeasible, timeout, invalid, error };
 const char* to_string(IlpStatus s);
 
 struct IlpResult {
@@ -67,14 +72,22 @@ struct IlpResult {
 ///   sum k_i + sum m_j + k_idle = N, k_i in [min_i, max_i] satisfying its
 ///   node constraint (even/odd: k = 2a(+1); pof2/square/cube: k = sum v*b_v
 ///   with binary b_v, sum b_v = 1), k_idle >= 0.
-/// Among plans with the least idle power it takes one with the fewest node
-/// moves sum |k_i - current_i| (a secondary term weighted below one idle node).
+/// Phase 1 minimises idle power; phase 2 (fewest_moves) fixes k_idle at that
+/// optimum and minimises the node moves sum |k_i - current_i|. Both phases
+/// share time_limit_s (lp_solve's abort callback); when phase 2 runs out of
+/// time the best plan found so far is returned (status feasible, or phase 1's
+/// plan). Mip gaps below one objective step (p_idle, one move) prune nodes
+/// that cannot improve, which keeps the solve under a millisecond for K <= 16.
 /// Never throws for a well-formed call: bad input (N < 1, l >= u, min > max,
-/// negative watts, no allowed count in [min, max]) gives IlpStatus::invalid,
+/// negative watts, no allowed count in [min, max], time limit <= 0) gives IlpStatus::invalid,
 /// lp_solve's INFEASIBLE gives infeasible with a reason that says whether the
-/// guarantees of Eq. 5.4/5.5 explain it, TIMEOUT gives timeout.
+/// guarantees of Eq. 5.4/5.5 explain it, no plan within time_limit_s gives
+/// timeout.
 IlpResult solve_corridor(const IlpInput& in);
 
+/// Debugging: with DYNRES_ILP_WRITE_LP=FILE set, the model is written to FILE
+/// (lp_solve LP format) before each solve.
+///
 /// Same model with the integrality dropped (LP relaxation): the benchmark's
 /// baseline. k/m/idle are the rounded relaxed values (not necessarily valid).
 IlpResult solve_corridor_relaxed(const IlpInput& in);
