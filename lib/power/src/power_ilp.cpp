@@ -350,7 +350,10 @@ Guarantees guarantees(const IlpInput& in) {
   if (a) {
     g.hungriest = a->id;
     long others = sum_min - a->min_nodes;
-    g.lower_reach = busy_max - a->min_nodes * a->p_max + static_cast<double>(in.nodes - others) * a->p_max;
+    // A takes every node the others leave, up to its own maximum; the rest idle
+    long a_nodes = std::min<long>(in.nodes - others, a->max_nodes);
+    g.lower_reach = busy_max - a->min_nodes * a->p_max + static_cast<double>(a_nodes) * a->p_max +
+                    static_cast<double>(in.nodes - others - a_nodes) * in.idle_watts;
   } else {
     g.lower_reach = in.nodes * in.idle_watts;  // nothing runs: every node idle
   }
@@ -369,7 +372,7 @@ Guarantees guarantees(const IlpInput& in) {
                         ", and no running job can be grown to close the gap.");
   else if (g.lower)
     o << "The lower bound " << w(in.lower) << " can always be reached: growing job " << a->id
-      << " (the most power-hungry) onto every node the others leave draws " << w(g.lower_reach) << " (Eq. 5.5 holds).";
+      << " (the most power-hungry) onto every node the others leave (up to its maximum) draws " << w(g.lower_reach) << " (Eq. 5.5 holds).";
   else
     o << "The lower bound " << w(in.lower) << " is NOT guaranteed: even job " << a->id
       << " (the most power-hungry) on every node the others leave draws only " << w(g.lower_reach) << " (Eq. 5.5 fails).";

@@ -101,7 +101,7 @@ TEST_CASE("ILP: infeasible and invalid instances say why") {
   auto r = solve_corridor(two_jobs(100, 800));
   CHECK(r.status == IlpStatus::infeasible);
   CHECK_THAT(r.reason, Catch::Contains("Eq. 5.4 fails"));
-  // lower 3000: job 1 on 9 nodes + job 2 on 1 = 1900 W < 3000 -> Eq. 5.5 fails.
+  // lower 3000: job 1 on 8 nodes + job 2 on 1 + 1 idle = 1771 W < 3000 -> Eq. 5.5 fails.
   r = solve_corridor(two_jobs(3000, 3500));
   CHECK(r.status == IlpStatus::infeasible);
   CHECK_THAT(r.reason, Catch::Contains("Eq. 5.5 fails"));
@@ -129,8 +129,8 @@ TEST_CASE("Guarantees of Eq. 5.4 and 5.5") {
   // Eq. 5.4: 200 + 100 + 8 * 71 = 868 <= 1450
   CHECK(g.upper_need == Approx(868));
   CHECK(g.upper);
-  // Eq. 5.5: 100 (job 2 on one node) + 9 * 200 = 1900 >= 1000
-  CHECK(g.lower_reach == Approx(1900));
+  // Eq. 5.5: 100 (job 2 on one node) + 8 * 200 (job 1 capped at its max 8) + 71 (one idle) = 1771 >= 1000
+  CHECK(g.lower_reach == Approx(1771));
   CHECK(g.lower);
   CHECK(g.hungriest == 1);
   CHECK_THAT(g.words, Catch::Contains("(Eq. 5.4 holds)"));

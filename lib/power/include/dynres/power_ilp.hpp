@@ -100,6 +100,8 @@ struct Guarantees {
   double upper_need = 0;   ///< that right-hand side, watts
   /// Eq. 5.5: l <= sum_{i != A} min_i * p_max_i + (N - sum_{i != A} min_i) * p_max_A,
   /// A the job with the largest p_max (it takes every node the others leave).
+  /// Unlike the seed, A's share is capped at its max_nodes (the rest idle at
+  /// p_idle), so a rigid A is not assumed to grow.
   bool lower = false;
   double lower_reach = 0;  ///< that right-hand side, watts
   int64_t hungriest = 0;   ///< id of A (0 when no job runs)
