@@ -97,9 +97,27 @@ assert_eq 2 "$(grep -c 'job 1' <<<"$T_OUT")" "two readings of job 1"
 assert_eq "4|642.0" "$(sq "$C" "SELECT COUNT(*), SUM(watts) FROM power_samples")" "samples recorded (2 x 250 + 2 x 71 W)"
 pcorridor sample >/dev/null
 
+# violations: the modelled draw (642 W) below a new lower bound of 700 W
+pcorridor set 700 1000 >/dev/null
+pcorridor sample >/dev/null
+sleep 0.5
+pcorridor sample >/dev/null
+pcorridor show --json >"$T_TMP/show2.json"
+v=$(json_get violations <"$T_TMP/show2.json")
+assert_contains "$v" '"count":1' "one violation (draw below the lower bound)"
+assert_contains "$v" '"above_watt_seconds":0' "nothing above the upper bound"
+below=$(perl -MJSON::PP -0777 -ne 'print decode_json($_)->{violations}{below_watt_seconds}' "$T_TMP/show2.json")
+assert_lt 20 "$below" "58 W below for about 0.5 s counted in watt-seconds"
+assert_lt "$below" 200 "watt-seconds below bounded by the time between samples"
+for _ in 1 2 3 4 5 6; do pcorridor sample >/dev/null; done
+t_run pcorridor show --json
+assert_contains "$(json_get forecast <<<"$T_OUT")" '"max":642' "forecast of a steady modelled draw is 642 W"
+t_run pcorridor show
+assert_contains "$T_OUT" "violations: 1 so far" "show names the violations in words"
+
 # ---------------------------------------------------------------- history / plot
 t_run pcorridor history --json
-assert_eq 3 "$(perl -MJSON::PP -0777 -ne 'print scalar @{decode_json($_)}' <<<"$T_OUT")" "history --json lists 3 corridors"
+assert_eq 4 "$(perl -MJSON::PP -0777 -ne 'print scalar @{decode_json($_)}' <<<"$T_OUT")" "history --json lists 4 corridors"
 t_run pcorridor history --since +30m
 assert_contains "$T_OUT" "400 - 950 W  later" "history --since shows only the scheduled one"
 mkdir -p "$T_TMP/out dir"

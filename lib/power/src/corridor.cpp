@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "dynres/paths.hpp"
+#include "dynres/forecast.hpp"
 #include "dynres/proto.hpp"
 
 extern char** environ;
@@ -254,6 +255,31 @@ IlpInput ilp_input(const DrawNow& d, const Limits& lim, const PowerModel& m, dou
   return in;
 }
 
+std::vector<std::pair<double, double>> sampled_totals(Db& db, double since) {
+  std::vector<std::pair<double, double>> out;
+  if (!has_power_schema(db)) return out;
+  Stmt s(db, "SELECT time, SUM(watts) FROM power_samples WHERE time >= ? AND source = 'modelled' GROUP BY time ORDER BY time");
+  s.bind(1, since);
+  while (s.step()) out.emplace_back(s.f64(0), s.f64(1));
+  return out;
+}
+
+Violations violations(Db& db, const std::vector<std::pair<double, double>>& totals) {
+  Violations v;
+  bool outside = false;
+  for (size_t i = 0; i < totals.size(); ++i) {
+    auto [t, w] = totals[i];
+    auto c = corridor_at(db, t);
+    double dt = i + 1 < totals.size() ? totals[i + 1].first - t : 0;
+    bool out = false;
+    if (c && w > c->upper) out = true, v.above_ws += (w - c->upper) * dt;
+    if (c && w < c->lower) out = true, v.below_ws += (c->lower - w) * dt;
+    if (out && !outside) ++v.count;
+    outside = out;
+  }
+  return v;
+}
+
 json show(State& st, const PowerModel& m, double now) {
   json j;
   auto lim = cluster_limits(st, m);
@@ -271,6 +297,26 @@ json show(State& st, const PowerModel& m, double now) {
                     {"max_nodes", p.max_nodes}, {"watts_per_node_min", p.draw.min_watts},
                     {"watts_per_node_max", p.draw.max_watts}, {"power_source", p.draw.source}});
   j["jobs"] = jobs;
+  // sampled history: violations so far and the forecast (§5.1.4)
+  auto hs = sampled_totals(st.db());
+  {
+    auto v = violations(st.db(), hs);
+    j["violations"] = {{"count", v.count}, {"above_watt_seconds", v.above_ws}, {"below_watt_seconds", v.below_ws},
+                       {"samples", hs.size()}};
+  }
+  j["forecast"] = nullptr;
+  if (hs.size() >= 10) {
+    std::vector<double> y;
+    for (auto& [t, w] : hs) y.push_back(w);
+    int hold = std::max(2, static_cast<int>(y.size()) / 5);
+    try {
+      auto f = forecast_draw(y, 1, hold, 5);
+      j["forecast"] = {{"model", f.model}, {"mape", f.mape}, {"mase", std::isfinite(f.mase) ? json(f.mase) : json(nullptr)},
+                       {"min", f.min}, {"max", f.max}, {"horizon_samples", 5}};
+    } catch (const ForecastError& e) {
+      j["forecast_error"] = e.what();
+    }
+  }
   auto c = corridor_at(st.db(), now);
   auto nx = corridor_next(st.db(), now);
   j["corridor"] = nullptr;
@@ -309,6 +355,15 @@ std::string show_text(const json& j) {
       << p["power_source"].get<std::string>() << ", modelled)\n";
   o << "cluster:   " << j["nodes"].get<int>() << " nodes, idle floor " << fw(j["idle_floor"]) << ", at most "
     << fw(j["max_draw"]) << "\n";
+  if (j["forecast"].is_object())
+    o << "forecast:  " << fw(j["forecast"]["min"]) << " - " << fw(j["forecast"]["max"]) << " over the next "
+      << j["forecast"]["horizon_samples"].get<int>() << " samples (" << j["forecast"]["model"].get<std::string>()
+      << ", MAPE " << std::fixed << std::setprecision(1) << j["forecast"]["mape"].get<double>() << " %, modelled samples)\n";
+  {
+    auto v = j["violations"];
+    o << "violations: " << v["count"].get<int>() << " so far in " << v["samples"].get<size_t>() << " samples ("
+      << fw(v["above_watt_seconds"]) << "s above, " << fw(v["below_watt_seconds"]) << "s below)\n";
+  }
   if (!j["corridor"].is_null()) {
     auto h = j["headroom"];
     o << "headroom:  " << fw(h["upper"]) << " below the upper bound, " << fw(h["lower"]) << " above the lower bound"
@@ -365,12 +420,7 @@ void plot(State& st, const std::string& output, double since, double now) {
   auto parent = fs::path(output).parent_path();
   if (!parent.empty() && !fs::is_directory(parent)) throw InputError("--output: directory " + parent.string() + " does not exist");
   if (!has_power_schema(st.db())) throw InputError("no power samples recorded yet (run pcorridor sample)");
-  std::vector<std::pair<double, double>> total;
-  {
-    Stmt s(st.db(), "SELECT time, SUM(watts) FROM power_samples WHERE time >= ? GROUP BY time ORDER BY time");
-    s.bind(1, since);
-    while (s.step()) total.emplace_back(s.f64(0), s.f64(1));
-  }
+  auto total = sampled_totals(st.db(), since);
   if (total.empty()) throw InputError("no power samples recorded in that period (run pcorridor sample)");
   double t0 = total.front().first, t1 = std::max(total.back().first, now);
   char tmpl[] = "/tmp/pcorridor-plot-XXXXXX";

@@ -100,7 +100,19 @@ DrawNow current_draw(State& st, const PowerModel& m);
 /// The ILP input for the running jobs (malleable: [min, max]; others fixed).
 IlpInput ilp_input(const DrawNow& d, const Limits& lim, const PowerModel& m, double lower, double upper);
 
-/// `pcorridor show` as JSON (corridor, next change, draw, headroom, guarantees).
+/// Total modelled draw per sample time since `since` (watts), in time order.
+std::vector<std::pair<double, double>> sampled_totals(Db& db, double since = 0);
+/// Corridor violations over sampled totals: count = times the draw left the
+/// corridor in force at that sample; watt-seconds above / below the bounds,
+/// each sample's excess held until the next sample.
+struct Violations {
+  int count = 0;
+  double above_ws = 0, below_ws = 0;
+};
+Violations violations(Db& db, const std::vector<std::pair<double, double>>& totals);
+
+/// `pcorridor show` as JSON (also violations so far and, with >= 10 samples,
+/// the forecast min/max draw of the next 5 samples, §5.1.4) (corridor, next change, draw, headroom, guarantees).
 nlohmann::json show(State& st, const PowerModel& m, double now);
 /// Render show()'s JSON as text for an administrator.
 std::string show_text(const nlohmann::json& j);
