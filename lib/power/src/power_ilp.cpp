@@ -98,6 +98,7 @@ std::string validate(const IlpInput& in, std::vector<Var>& vars) {
   if (!(in.lower < in.upper)) return "corridor lower bound " + w(in.lower) + " is not below the upper bound " + w(in.upper);
   if (!finite_nonneg(in.idle_watts)) return "idle watts must be finite and >= 0";
   if (!(in.time_limit_s > 0) || !std::isfinite(in.time_limit_s)) return "time limit must be > 0 s";
+  if (!(in.moves_time_limit_s >= 0) || !std::isfinite(in.moves_time_limit_s)) return "moves time limit must be >= 0 s";
   auto add = [&](const std::string& what, int lo, int hi, int cur, bool has_cur, NodeConstraint c, double pmin,
                  double pmax) -> std::string {
     if (lo < 1 || lo > hi) return what + ": node range [" + std::to_string(lo) + ", " + std::to_string(hi) + "] is empty or below 1";
@@ -295,15 +296,17 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
     int ci = col_idle;
     set_obj_fnex(lp, 1, &zero, &ci);
     set_obj_fnex(lp, nrun, ov.data(), oc.data());
+    deadline.at = std::min(deadline.at, clock::now() + std::chrono::duration_cast<clock::duration>(
+                                             std::chrono::duration<double>(in.moves_time_limit_s)));
     ret = solve(lp);
     if (ret == OPTIMAL || ret == PRESOLVED) {
       take(IlpStatus::optimal);
+      r.moves_optimal = true;
     } else if (ret == SUBOPTIMAL) {
-      take(IlpStatus::feasible);
-      if (r.moves > first.moves) r = first, r.status = IlpStatus::feasible;
+      take(IlpStatus::optimal);  // same (proven) idle power, fewer moves not proven fewest
+      if (r.moves > first.moves) r = first;
     } else {
-      r = first;
-      r.status = IlpStatus::feasible;  // idle optimum proven, fewest moves not
+      r = first;  // idle optimum proven, fewest moves not
     }
     return finish();
   }

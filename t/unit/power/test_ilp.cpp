@@ -28,7 +28,15 @@ TEST_CASE("ILP: no idle node, fewest moves among the minimal-idle plans") {
   CHECK(r.idle == 0);
   CHECK(r.idle_power == 0);
   CHECK(r.moves == 2);
+  CHECK(r.moves_optimal);
   CHECK(r.max_draw == Approx(1400));
+  // without the second phase the idle power is the same, the moves may not be
+  auto in = two_jobs(1000, 1450);
+  in.fewest_moves = false;
+  auto r1 = solve_corridor(in);
+  REQUIRE(r1.status == IlpStatus::optimal);
+  CHECK(r1.idle == 0);
+  CHECK_FALSE(r1.moves_optimal);
 }
 
 TEST_CASE("ILP: upper violation is corrected by idling nodes") {
@@ -112,6 +120,9 @@ TEST_CASE("ILP: infeasible and invalid instances say why") {
   r = solve_corridor(in);
   CHECK(r.status == IlpStatus::invalid);
   CHECK_THAT(r.reason, Catch::Contains("job 1: no node count in [2, 7] is cube"));
+  in = two_jobs(1000, 1450);
+  in.time_limit_s = 0;
+  CHECK(solve_corridor(in).status == IlpStatus::invalid);
   r = solve_corridor(two_jobs(1450, 1000));
   CHECK(r.status == IlpStatus::invalid);
   CHECK_THAT(r.reason, Catch::Contains("not below the upper bound"));

@@ -45,6 +45,7 @@ struct IlpInput {
   double lower = 0, upper = 0;          ///< corridor [l, u], total watts
   double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
   bool fewest_moves = true;             ///< second phase: fewest node moves among minimal-idle plans
+  double moves_time_limit_s = 0.01;     ///< budget of that second phase, seconds (within time_limit_s)
 };
 
 /// optimal: least idle power proven (and, with fewest_moves, fewest moves
@@ -63,6 +64,7 @@ struct IlpResult {
   double idle_power = 0;       ///< objective: k_idle * p_idle, watts
   double min_draw = 0, max_draw = 0;  ///< total watts of the plan at p_min / p_max
   int moves = 0;               ///< sum |k_i - current_i| (the tie-break among minimal-idle plans)
+  bool moves_optimal = false;  ///< the second phase proved `moves` the fewest (else: best found in its budget)
   double solve_seconds = 0;    ///< wall time of lp_solve's solve()
 };
 
@@ -73,11 +75,11 @@ struct IlpResult {
 ///   node constraint (even/odd: k = 2a(+1); pof2/square/cube: k = sum v*b_v
 ///   with binary b_v, sum b_v = 1), k_idle >= 0.
 /// Phase 1 minimises idle power; phase 2 (fewest_moves) fixes k_idle at that
-/// optimum and minimises the node moves sum |k_i - current_i|. Both phases
-/// share time_limit_s (lp_solve's abort callback); when phase 2 runs out of
-/// time the best plan found so far is returned (status feasible, or phase 1's
-/// plan). Mip gaps below one objective step (p_idle, one move) prune nodes
-/// that cannot improve, which keeps the solve under a millisecond for K <= 16.
+/// optimum and minimises the node moves sum |k_i - current_i| within
+/// moves_time_limit_s. Both share time_limit_s (lp_solve's abort callback).
+/// Status optimal means the idle power is proven least; moves_optimal says
+/// whether phase 2 also proved the fewest moves (else its best plan, or phase
+/// 1's, is returned). Status feasible: phase 1 ran out of time with a plan.
 /// Never throws for a well-formed call: bad input (N < 1, l >= u, min > max,
 /// negative watts, no allowed count in [min, max], time limit <= 0) gives IlpStatus::invalid,
 /// lp_solve's INFEASIBLE gives infeasible with a reason that says whether the
