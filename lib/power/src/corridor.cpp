@@ -170,14 +170,10 @@ SetOutcome set_corridor(State& st, const PowerModel& m, const SetRequest& r) {
   double eff = r.at.value_or(r.now);
   if (eff < r.now - 1) throw InputError("--at " + fmt_time(eff) + " is in the past");
   SetOutcome out;
-  // idempotent: the same corridor already applies at eff (and, for a scheduled
-  // one, is recorded for exactly that time)
+  // idempotent: nothing to record when the same corridor already applies at
+  // eff (in force now, or scheduled for then by an earlier call)
   auto cur = corridor_at(st.db(), eff);
-  if (cur && cur->lower == r.lower && cur->upper == r.upper && (!r.at || cur->effective_time == eff)) {
-    out.row = *cur;
-    return out;
-  }
-  if (!r.at && cur && cur->lower == r.lower && cur->upper == r.upper) {
+  if (cur && cur->lower == r.lower && cur->upper == r.upper) {
     out.row = *cur;
     return out;
   }

@@ -65,6 +65,11 @@ TEST_CASE("set_corridor: validation leaves the file alone; idempotent; scheduled
   r.at.reset();
   CHECK(set_corridor(st, m, r).changed);
   CHECK_FALSE(set_corridor(st, m, r).changed);
+  {
+    auto later = r;  // the same corridor scheduled for later: already applies then
+    later.at = 1500;
+    CHECK_FALSE(set_corridor(st, m, later).changed);
+  }
   CHECK(corridor_rows(st.db()) == 1);
   r.lower = 100, r.force = true;
   CHECK(set_corridor(st, m, r).changed);
