@@ -115,6 +115,25 @@ assert_contains "$(json_get forecast <<<"$T_OUT")" '"max":642' "forecast of a st
 t_run pcorridor show
 assert_contains "$T_OUT" "violations: 1 so far" "show names the violations in words"
 
+# RAPL on synthetic powercap trees: a readable package counter, then an unreadable one
+R=$T_TMP/powercap
+mkdir -p "$R/intel-rapl:0" "$R/intel-rapl:1"
+echo package-0 >"$R/intel-rapl:0/name"; echo 1000 >"$R/intel-rapl:0/energy_uj"
+echo 262143328850 >"$R/intel-rapl:0/max_energy_range_uj"
+echo psys >"$R/intel-rapl:1/name"; echo 5 >"$R/intel-rapl:1/energy_uj"; echo 262143328850 >"$R/intel-rapl:1/max_energy_range_uj"
+t_run pcorridor sample --rapl "$R" --interval 0.05
+assert_eq 0 "$T_RC" "sample --rapl: exit 0 ($T_ERR)"
+assert_match ' W  rapl' "$T_OUT" "sample --rapl prints a reading labelled rapl"
+assert_contains "$T_ERR" "intel-rapl:1 (psys" "psys zone named as skipped"
+assert_eq 1 "$(sq "$C" "SELECT COUNT(*) FROM power_samples WHERE source='rapl'")" "rapl reading recorded"
+rm "$R/intel-rapl:0/energy_uj"; mkdir "$R/intel-rapl:0/energy_uj"
+before=$(state_digest "$C")
+t_run pcorridor sample --rapl "$R" --interval 0.05
+assert_eq 1 "$T_RC" "unreadable RAPL counter: exit 1"
+assert_contains "$T_ERR" "no readable RAPL package or dram counter" "unreadable counter reported"
+assert_contains "$T_ERR" "intel-rapl:0/energy_uj" "the unreadable file is named"
+assert_eq "$before" "$(state_digest "$C")" "failed sample records nothing"
+
 # ---------------------------------------------------------------- history / plot
 t_run pcorridor history --json
 assert_eq 4 "$(perl -MJSON::PP -0777 -ne 'print scalar @{decode_json($_)}' <<<"$T_OUT")" "history --json lists 4 corridors"
