@@ -1,6 +1,9 @@
 // Eq. 5.3 ILP and the guarantees of Eq. 5.4/5.5 on hand-solved instances.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <random>
+
 #include "dynres/power_ilp.hpp"
 
 using namespace dynres::power;
@@ -162,4 +165,69 @@ TEST_CASE("node constraint helpers") {
   CHECK_FALSE(satisfies(50, NodeConstraint::square));
   CHECK(parse_constraint("odd") == NodeConstraint::odd);
   CHECK_THROWS_AS(parse_constraint("prime"), std::invalid_argument);
+}
+
+namespace {
+// Least idle nodes by enumerating every size vector (small instances only); -1 = infeasible.
+int brute_force_idle(const IlpInput& in) {
+  int best = -1;
+  std::vector<int> k(in.running.size() + in.candidates.size());
+  std::function<void(size_t, int, double, double)> rec = [&](size_t i, int used, double lo, double hi) {
+    if (used > in.nodes) return;
+    if (i == k.size()) {
+      int idle = in.nodes - used;
+      double l = lo + idle * in.idle_watts, u = hi + idle * in.idle_watts;
+      if (l >= in.lower - 1e-9 && u <= in.upper + 1e-9 && (best < 0 || idle < best)) best = idle;
+      return;
+    }
+    bool run = i < in.running.size();
+    int mn = run ? in.running[i].min_nodes : in.candidates[i - in.running.size()].min_nodes;
+    int mx = run ? in.running[i].max_nodes : in.candidates[i - in.running.size()].max_nodes;
+    auto c = run ? in.running[i].constraint : in.candidates[i - in.running.size()].constraint;
+    double pl = run ? in.running[i].p_min : in.candidates[i - in.running.size()].p_min;
+    double ph = run ? in.running[i].p_max : in.candidates[i - in.running.size()].p_max;
+    for (int n = mn; n <= mx; ++n)
+      if (satisfies(n, c)) rec(i + 1, used + n, lo + n * pl, hi + n * ph);
+  };
+  rec(0, 0, 0, 0);
+  return best;
+}
+}  // namespace
+
+TEST_CASE("ILP agrees with brute-force enumeration on 300 random small instances") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pw(80, 300), kind(0, 5), cnt(1, 3);
+  const NodeConstraint cs[] = {NodeConstraint::none, NodeConstraint::even, NodeConstraint::odd,
+                               NodeConstraint::pof2, NodeConstraint::square, NodeConstraint::none};
+  int feasible = 0;
+  for (int t = 0; t < 300; ++t) {
+    IlpInput in;
+    in.nodes = 6 + t % 7;
+    in.idle_watts = 71;
+    int K = cnt(rng);
+    for (int i = 0; i < K; ++i) {
+      IlpJob j{i + 1, 1, 1, 1 + (t + i) % 6, cs[kind(rng)], 0, 0};
+      j.p_min = pw(rng);
+      j.p_max = j.p_min + 15;
+      in.running.push_back(j);
+    }
+    if (t % 3 == 0) in.candidates.push_back({100, 1, 2, NodeConstraint::none, 150, 170});
+    double mid = in.nodes * 150.0;
+    in.lower = mid * (0.5 + 0.1 * (t % 5));
+    in.upper = in.lower + 150 + 50 * (t % 4);
+    int expect = brute_force_idle(in);
+    auto r = solve_corridor(in);
+    INFO("instance " << t << " status " << to_string(r.status) << " reason " << r.reason);
+    if (expect < 0) {
+      CHECK((r.status == IlpStatus::infeasible || r.status == IlpStatus::invalid));
+    } else {
+      ++feasible;
+      REQUIRE(r.status == IlpStatus::optimal);
+      CHECK(r.idle == expect);
+      CHECK(r.min_draw >= in.lower - 1e-6);
+      CHECK(r.max_draw <= in.upper + 1e-6);
+      for (size_t i = 0; i < r.k.size(); ++i) CHECK(satisfies(r.k[i], in.running[i].constraint));
+    }
+  }
+  CHECK(feasible > 50);  // the comparison is not vacuous
 }
