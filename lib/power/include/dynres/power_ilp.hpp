@@ -1,0 +1,114 @@
+// The node redistribution ILP of seed 000 Eq. 5.3 (§5.1.1) solved with
+// lp_solve, and the feasibility guarantees of Eq. 5.4/5.5 (§5.1.2).
+//
+// A pure function over a small input struct: no I/O, no state file, so the
+// scheduler's power policy (Algorithm 4) and the simulator can call it.
+// Units: watts (per node unless named total), seconds, node counts.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynres::power {
+
+/// Node-count constraint of a job (Listing 4.1 --node-constraint).
+enum class NodeConstraint { none, even, odd, pof2, square, cube };
+/// "none", "even", ... ; throws std::invalid_argument for anything else.
+NodeConstraint parse_constraint(const std::string& s);
+const char* to_string(NodeConstraint c);
+/// True when n (>= 0) satisfies c.
+bool satisfies(int n, NodeConstraint c);
+
+/// A running job: k_i in [min_nodes, max_nodes] (a rigid job has
+/// min = max = current). p_min/p_max: its draw per node in watts.
+struct IlpJob {
+  int64_t id = 0;
+  int current = 1, min_nodes = 1, max_nodes = 1;
+  NodeConstraint constraint = NodeConstraint::none;
+  double p_min = 0, p_max = 0;  ///< watts per node
+};
+
+/// A waiting job the plan must start (m_j of Eq. 5.3): m_j in [min_nodes,
+/// max_nodes] (a rigid job: min = max = its request).
+struct IlpCandidate {
+  int64_t id = 0;
+  int min_nodes = 1, max_nodes = 1;
+  NodeConstraint constraint = NodeConstraint::none;
+  double p_min = 0, p_max = 0;  ///< watts per node
+};
+
+struct IlpInput {
+  std::vector<IlpJob> running;          ///< K running jobs
+  std::vector<IlpCandidate> candidates; ///< waiting jobs to start (0, 1 or 2 usually)
+  int nodes = 0;                        ///< N: usable nodes (busy + idle)
+  double idle_watts = 71;               ///< p_idle, watts per idle node (§9.2.4: 71 W)
+  double lower = 0, upper = 0;          ///< corridor [l, u], total watts
+  double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
+  bool fewest_moves = true;             ///< second phase: fewest node moves among minimal-idle plans
+  double moves_time_limit_s = 0.01;     ///< budget of that second phase, seconds (within time_limit_s)
+};
+
+/// optimal: least idle power proven (and, with fewest_moves, fewest moves
+/// proven); feasible: a plan within the corridor whose idle power or move
+/// count is not proven best because the time limit hit (still usable);
+/// timeout: no plan within the time limit.
+enum class IlpStatus { optimal, feasible, infeasible, timeout, invalid, error };
+const char* to_string(IlpStatus s);
+
+struct IlpResult {
+  IlpStatus status = IlpStatus::error;
+  std::string reason;          ///< why not optimal (names the bound or job); "" when optimal
+  std::vector<int> k;          ///< new node count per running job (input order)
+  std::vector<int> m;          ///< node count per candidate (input order)
+  int idle = 0;                ///< k_idle
+  double idle_power = 0;       ///< objective: k_idle * p_idle, watts
+  double min_draw = 0, max_draw = 0;  ///< total watts of the plan at p_min / p_max
+  int moves = 0;               ///< sum |k_i - current_i| (the tie-break among minimal-idle plans)
+  bool moves_optimal = false;  ///< the second phase proved `moves` the fewest (else: best found in its budget)
+  double solve_seconds = 0;    ///< wall time of lp_solve's solve()
+};
+
+/// Solve Eq. 5.3: minimise k_idle * p_idle subject to
+///   l <= sum k_i p_min_i + sum m_j p_min_j + k_idle p_idle,
+///   u >= sum k_i p_max_i + sum m_j p_max_j + k_idle p_idle,
+///   sum k_i + sum m_j + k_idle = N, k_i in [min_i, max_i] satisfying its
+///   node constraint (even/odd: k = 2a(+1); pof2/square/cube: k = sum v*b_v
+///   with binary b_v, sum b_v = 1), k_idle >= 0.
+/// Phase 1 minimises idle power; phase 2 (fewest_moves) fixes k_idle at that
+/// optimum and minimises the node moves sum |k_i - current_i| within
+/// moves_time_limit_s. Both share time_limit_s (lp_solve's abort callback).
+/// Status optimal means the idle power is proven least; moves_optimal says
+/// whether phase 2 also proved the fewest moves (else its best plan, or phase
+/// 1's, is returned). Status feasible: phase 1 ran out of time with a plan.
+/// Never throws for a well-formed call: bad input (N < 1, l >= u, min > max,
+/// negative watts, no allowed count in [min, max], time limit <= 0) gives IlpStatus::invalid,
+/// lp_solve's INFEASIBLE gives infeasible with a reason that says whether the
+/// guarantees of Eq. 5.4/5.5 explain it, no plan within time_limit_s gives
+/// timeout.
+IlpResult solve_corridor(const IlpInput& in);
+
+/// Debugging: with DYNRES_ILP_WRITE_LP=FILE set, the model is written to FILE
+/// (lp_solve LP format) before each solve.
+///
+/// Same model with the integrality dropped (LP relaxation): the benchmark's
+/// baseline. k/m/idle are the rounded relaxed values (not necessarily valid).
+IlpResult solve_corridor_relaxed(const IlpInput& in);
+
+/// The guarantees of §5.1.2 for the running jobs of `in` (candidates ignored).
+struct Guarantees {
+  /// Eq. 5.4: u >= sum_i min_i * p_max_i + (N - sum_i min_i) * p_idle (each
+  /// job at its minimum size, one node in the seed; every other node idle).
+  bool upper = false;
+  double upper_need = 0;   ///< that right-hand side, watts
+  /// Eq. 5.5: l <= sum_{i != A} min_i * p_max_i + (N - sum_{i != A} min_i) * p_max_A,
+  /// A the job with the largest p_max (it takes every node the others leave).
+  /// Unlike the seed, A's share is capped at its max_nodes (the rest idle at
+  /// p_idle), so a rigid A is not assumed to grow.
+  bool lower = false;
+  double lower_reach = 0;  ///< that right-hand side, watts
+  int64_t hungriest = 0;   ///< id of A (0 when no job runs)
+  std::string words;       ///< both statements in plain words
+};
+Guarantees guarantees(const IlpInput& in);
+
+}  // namespace dynres::power
