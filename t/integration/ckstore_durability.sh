@@ -8,7 +8,9 @@
 #   - V itself fsynced after the rename (the rename is durable),
 #   - the parent of V fsynced after V was created and before the rename.
 # Both writers are traced: an application in direct mode (the library's
-# fallback) and an agent writing the second level (icagent).
+# fallback) and an agent writing the second level (icagent). A call that
+# strace splits over two lines (<unfinished ...> / <... resumed>, threads)
+# counts where it completed.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 120
 command -v strace >/dev/null || t_skip "strace (Debian package strace) is not installed"
@@ -23,7 +25,8 @@ trace, pfs = sys.argv[1], sys.argv[2]
 lines = open(trace).read().splitlines()
 fdpath = re.compile(r'^\s*\d+\s+(\w+)\((\d+)<([^>]*)>')
 ren = re.compile(r'^\s*\d+\s+rename(?:at2?)?\(.*"([^"]*/\.MANIFEST\.json\.tmp-[^"]*)".*"([^"]*/MANIFEST\.json)".*\)\s*=\s*0')
-last_write, fsyncs, renames = {}, {}, []
+last_write, fsyncs, renames, pending = {}, {}, [], {}
+resumed = re.compile(r'^\s*(\d+)\s+<\.\.\. (fsync|fdatasync) resumed>.*=\s*0\s*$')
 for i, l in enumerate(lines):
     m = fdpath.match(l)
     if m:
@@ -32,6 +35,11 @@ for i, l in enumerate(lines):
             last_write[path] = i
         elif call in ('fsync', 'fdatasync') and l.rstrip().endswith('= 0'):
             fsyncs.setdefault(path, []).append(i)
+        elif call in ('fsync', 'fdatasync') and '<unfinished' in l:
+            pending[l.split()[0]] = path      # completes at its "resumed" line
+    r2 = resumed.match(l)
+    if r2 and r2.group(1) in pending:
+        fsyncs.setdefault(pending.pop(r2.group(1)), []).append(i)
     r = ren.match(l)
     if r:
         renames.append((i, r.group(1), r.group(2)))

@@ -33,8 +33,8 @@ dir_fsyncs = []
 for i, l in enumerate(lines):
     m = fd.match(l)
     if m and m.group(3) == tmp and m.group(1) == 'write': last_write = i
-    if m and m.group(3) == tmp and m.group(1) in ('fsync', 'fdatasync') and l.rstrip().endswith('= 0'): fsync_tmp = i
-    if m and m.group(3) == spool and m.group(1) in ('fsync', 'fdatasync') and l.rstrip().endswith('= 0'): dir_fsyncs.append(i)
+    if m and m.group(3) == tmp and m.group(1) in ('fsync', 'fdatasync') and (l.rstrip().endswith('= 0') or '<unfinished' in l): fsync_tmp = i
+    if m and m.group(3) == spool and m.group(1) in ('fsync', 'fdatasync') and (l.rstrip().endswith('= 0') or '<unfinished' in l): dir_fsyncs.append(i)
     if re.match(r'^\s*\d+\s+rename(at2?)?\(.*' + re.escape('"' + tmp + '"') + r'.*' + re.escape('"' + final + '"') + r'.*=\s*0', l):
         rename = i
 err = []
