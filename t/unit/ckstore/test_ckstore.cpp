@@ -629,3 +629,35 @@ TEST_CASE("root writes and reads the store of another uid (iCheck agents, issue 
   REQUIRE(::stat(s.app_dir().c_str(), &st) == 0);
   CHECK(st.st_uid == uid);
 }
+
+TEST_CASE("decompressed bytes are checked against their own checksum") {
+  // The stored-bytes checksum guards the file; the raw checksum guards the
+  // decompression. Re-sign a manifest whose raw checksum of one compressed
+  // chunk is wrong: the stored bytes still match, so only the raw check can
+  // refuse the read.
+  TempDir t;
+  Options o = small_opts();
+  o.compress = true;
+  o.compress_threshold = 1000;
+  std::vector<double> zeros(5000, 0.0);
+  RegionData r{{"zeros", ElemType::Double, 0, zeros.size(), 0, {}}, zeros.data()};
+  write_version(t.path, "app", ::geteuid(), 1, std::span<const RegionData>(&r, 1), o);
+  Store s(t.path, "app");
+  Manifest m = s.manifest(1);
+  Region* z = nullptr;
+  for (auto& reg : m.regions)
+    if (reg.info.label == "zeros") z = &reg;
+  REQUIRE(z);
+  REQUIRE(z->chunks.at(0).compressed);
+  z->chunks.at(0).raw_xxh3 ^= 1;
+  { std::ofstream(s.version_dir(1) / kManifestName, std::ios::trunc) << m.to_json(); }
+  REQUIRE_NOTHROW(s.manifest(1));  // the re-signed manifest itself is valid
+  std::vector<double> back(5000);
+  try {
+    s.read_region(1, 0, "zeros", back.data(), back.size() * 8);
+    FAIL("a wrong decompressed checksum was not noticed");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt);
+    CHECK_THAT(e.what(), Catch::Contains("checksum mismatch (raw bytes)"));
+  }
+}
