@@ -105,27 +105,23 @@ void Db::exec(const std::string& sql) {
 int64_t Db::last_insert_id() { return sqlite3_last_insert_rowid(db_); }
 int Db::changes() { return sqlite3_changes(db_); }
 
-void Db::write_tx(const std::function<void()>& fn) {
-  exec("BEGIN IMMEDIATE");
+namespace {
+/// Run fn inside a transaction opened with `begin`; roll back if it throws.
+void in_transaction(Db& db, sqlite3* h, const char* begin, const std::function<void()>& fn) {
+  db.exec(begin);
   try {
     fn();
-    exec("COMMIT");
+    db.exec("COMMIT");
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(h, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }
+}  // namespace
 
-void Db::read_tx(const std::function<void()>& fn) {
-  exec("BEGIN DEFERRED");
-  try {
-    fn();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
+void Db::write_tx(const std::function<void()>& fn) { in_transaction(*this, db_, "BEGIN IMMEDIATE", fn); }
+
+void Db::read_tx(const std::function<void()>& fn) { in_transaction(*this, db_, "BEGIN DEFERRED", fn); }
 
 int Db::schema_version(const std::string& module) {
   Stmt t(*this, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'");
