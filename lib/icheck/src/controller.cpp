@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -758,6 +759,39 @@ class Controller {
     throw std::runtime_error("could not start agents");
   }
 
+  /// Send one request per node to that node's manager, all nodes at once and
+  /// without the lock; `make` builds the request from the node's agent ids.
+  /// Returns (node, error) for every node whose manager did not answer or
+  /// reported flush errors.
+  std::vector<std::pair<std::string, std::string>> ask_managers(
+      const std::map<std::string, std::vector<std::string>>& per_node,
+      const std::function<json(const std::vector<std::string>&)>& make) {
+    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
+    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
+    std::vector<std::string> errs(jobs.size());
+    unlocked([&] {
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < jobs.size(); ++i)
+        th.emplace_back([&, i] {
+          try {
+            Socket s = connect_to(jobs[i].second, 1000);
+            json r = request(s, make(per_node.at(jobs[i].first)), 65000);
+            for (auto& e : r.value("flush_errors", json::array()))
+              errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
+                         e.value("error", std::string("?"));
+          } catch (const std::exception& e) {
+            errs[i] = std::string("manager unreachable: ") + e.what();
+          }
+        });
+      for (auto& t : th) t.join();
+      return 0;
+    });
+    std::vector<std::pair<std::string, std::string>> failed;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (!errs[i].empty()) failed.emplace_back(jobs[i].first, errs[i]);
+    return failed;
+  }
+
   /// Stop agents `ids` through their managers, all nodes at once (one
   /// request per node, concurrently): with `flush` every agent of the set
   /// flushes at the same time, so agent 0 gets every part and writes the
@@ -771,35 +805,14 @@ class Controller {
       q.bind(1, id);
       if (q.step()) per_node[q.text(0)].push_back(id);
     }
-    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
-    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
-    std::vector<std::string> errs(jobs.size());
-    unlocked([&] {
-    std::vector<std::thread> th;
-    for (size_t i = 0; i < jobs.size(); ++i)
-      th.emplace_back([&, i] {
-        try {
-          Socket s = connect_to(jobs[i].second, 1000);
-          json r = request(s, {{"op", "stop"}, {"ids", per_node[jobs[i].first]}, {"flush", flush}}, 65000);
-          for (auto& e : r.value("flush_errors", json::array()))
-            errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
-                       e.value("error", std::string("?"));
-        } catch (const std::exception& e) {
-          errs[i] = std::string("manager unreachable: ") + e.what();
-        }
-      });
-    for (auto& t : th) t.join();
-    return 0;
+    auto failed = ask_managers(per_node, [&](const std::vector<std::string>& v) {
+      return json{{"op", "stop"}, {"ids", v}, {"flush", flush}};
     });
-    bool ok = true;
-    for (size_t i = 0; i < jobs.size(); ++i)
-      if (!errs[i].empty()) {
-        ok = false;
-        std::fprintf(stderr, "icheckd controller: node %s: stopping agents%s: %s\n", jobs[i].first.c_str(),
-                     flush ? " with flush" : "", errs[i].c_str());
-      }
+    for (auto& [node, err] : failed)
+      std::fprintf(stderr, "icheckd controller: node %s: stopping agents%s: %s\n", node.c_str(),
+                   flush ? " with flush" : "", err.c_str());
     for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
-    return ok;
+    return failed.empty();
   }
   /// Flush the up agents of `app` through their managers, all nodes at once,
   /// without the lock. true when every agent reported its newest version
@@ -813,34 +826,13 @@ class Controller {
       while (q.step()) per_node[q.text(1)].push_back(q.text(0));
     }
     if (per_node.empty()) return true;
-    std::vector<std::pair<std::string, std::string>> jobs;  // node, address
-    for (auto& [node, v] : per_node) jobs.emplace_back(node, node_address(node));
-    std::vector<std::string> errs(jobs.size());
-    unlocked([&] {
-      std::vector<std::thread> th;
-      for (size_t i = 0; i < jobs.size(); ++i)
-        th.emplace_back([&, i] {
-          try {
-            Socket s = connect_to(jobs[i].second, 1000);
-            json r = request(s, {{"op", "flush"}, {"ids", per_node[jobs[i].first]}, {"timeout_ms", 50000}}, 65000);
-            for (auto& e : r.value("flush_errors", json::array()))
-              errs[i] += (errs[i].empty() ? "" : "; ") + e.value("id", std::string("?")) + ": " +
-                         e.value("error", std::string("?"));
-          } catch (const std::exception& e) {
-            errs[i] = std::string("manager unreachable: ") + e.what();
-          }
-        });
-      for (auto& t : th) t.join();
-      return 0;
+    auto failed = ask_managers(per_node, [](const std::vector<std::string>& v) {
+      return json{{"op", "flush"}, {"ids", v}, {"timeout_ms", 50000}};
     });
-    bool ok = true;
-    for (size_t i = 0; i < jobs.size(); ++i)
-      if (!errs[i].empty()) {
-        ok = false;
-        std::fprintf(stderr, "icheckd controller: application %lld: flush on node %s failed: %s\n", (long long)app,
-                     jobs[i].first.c_str(), errs[i].c_str());
-      }
-    return ok;
+    for (auto& [node, err] : failed)
+      std::fprintf(stderr, "icheckd controller: application %lld: flush on node %s failed: %s\n", (long long)app,
+                   node.c_str(), err.c_str());
+    return failed.empty();
   }
 
   bool stop_agents(int64_t app, bool flush) {
