@@ -87,12 +87,7 @@ int main(int argc, char** argv) {
              std::to_string(tr.dropped_invalid) + " without run time or size";
     }
     if (scale != 1 && workload != "esp") throw std::runtime_error("--time-scale applies to the esp workload only");
-    if (first > 0 && first < jobs.size()) {
-      std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) {
-        return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
-      });
-      jobs.resize(first);
-    }
+    dynres::sim::keep_first(jobs, first);
     o.keep_nodelists = !gantt.empty();
     if ((progress || ::isatty(2)) && !quiet)
       o.progress = [](size_t done, size_t total, double now) {

@@ -291,8 +291,7 @@ void Engine::pass(double t) {
 
 SimResult Engine::run() {
   if (o_.nodes < 1) throw std::invalid_argument("the cluster needs at least one node");
-  std::stable_sort(specs_.begin(), specs_.end(),
-                   [](const SimJob& a, const SimJob& b) { return a.submit != b.submit ? a.submit < b.submit : a.id < b.id; });
+  std::stable_sort(specs_.begin(), specs_.end(), submitted_before);
   jobs_.resize(specs_.size());
   index_.reserve(specs_.size());
   for (size_t i = 0; i < specs_.size(); ++i) {

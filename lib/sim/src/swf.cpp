@@ -33,6 +33,8 @@ SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
   std::vector<SimJob> all;
   while (std::getline(in, line)) {
     ++lineno;
+    if (line.size() > 4096)  // 18 numbers fit in a few hundred bytes
+      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": line longer than 4096 bytes");
     size_t b = line.find_first_not_of(" \t\r");
     if (b == std::string::npos) continue;
     if (line[b] == ';') {

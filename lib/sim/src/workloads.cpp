@@ -22,6 +22,16 @@ std::vector<Phase> profile(double s, std::mt19937_64& g) {
 }
 }  // namespace
 
+bool submitted_before(const SimJob& a, const SimJob& b) {
+  return a.submit != b.submit ? a.submit < b.submit : a.id < b.id;
+}
+
+void keep_first(std::vector<SimJob>& jobs, size_t n) {
+  if (n == 0 || n >= jobs.size()) return;
+  std::stable_sort(jobs.begin(), jobs.end(), submitted_before);
+  jobs.resize(n);
+}
+
 std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed, double scale) {
   workload::EspOptions o;
   o.nodes = nodes;

@@ -195,6 +195,13 @@ TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
   auto short_line = d.write("short.swf", "1 0 -1 10\n");
   CHECK_THROWS_WITH(read_swf(short_line), Contains("short.swf:1: expected 18 fields"));
   CHECK_THROWS_WITH(read_swf(d.file("missing.swf")), Contains("cannot read"));
+  auto long_line = d.write("long.swf", "1 0 -1 10 1 -1 -1 1 10" + std::string(5000, ' ') + "\n");
+  CHECK_THROWS_WITH(read_swf(long_line), Contains("long.swf:1: line longer than 4096 bytes"));
+  std::vector<SimJob> js{job(3, 5, 1, 1), job(1, 5, 1, 1), job(2, 0, 1, 1)};
+  keep_first(js, 2);  // submission order: submit time, then id
+  REQUIRE(js.size() == 2);
+  CHECK(js[0].id == 2);
+  CHECK(js[1].id == 1);
 }
 
 TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 §9.1") {

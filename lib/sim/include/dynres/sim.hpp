@@ -98,6 +98,11 @@ SimResult simulate(std::vector<SimJob> jobs, const SimOptions& opts);
 
 // ---- workloads --------------------------------------------------------------
 
+/// Submission order (priority order of the queue): submit time, then id.
+bool submitted_before(const SimJob& a, const SimJob& b);
+/// Keep only the first n jobs in submission order (n = 0 or >= size: all).
+void keep_first(std::vector<SimJob>& jobs, size_t n);
+
 /// Result of reading a Standard Workload Format trace.
 struct SwfTrace {
   std::vector<SimJob> jobs;
@@ -113,7 +118,8 @@ struct SwfTrace {
 /// time where none is requested. Jobs run rigid for their recorded run time.
 /// nodes > 0 is the machine size (else the header's); larger jobs are
 /// dropped and counted. Throws std::runtime_error "FILE:LINE: ..." for a
-/// line that does not parse, or when the file cannot be read.
+/// line that does not parse or is longer than 4096 bytes, or when the file
+/// cannot be read.
 SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
 
 /// The ESP benchmark (seed 000 Table 9.1) on `nodes` nodes with a share of
