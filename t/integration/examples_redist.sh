@@ -7,10 +7,11 @@
 # run's; also from agent memory (2 agents) for 4 -> 4 -> 2. The same chain with
 # the hand-written MPI-IO redistribution (--hand-redist) gives the same
 # checksum; the lines each needs are counted (seed 000 Table 9.4: 1 vs > 3).
-# About 10 s.
+# synth with one global array (cp_global) killed on 4 ranks and restarted on
+# 3 ends with the fixed-size checksum too. About 15 s.
 set -u
 command -v mpiexec >/dev/null || { echo "mpiexec (Debian package mpich) is not installed"; exit 77; }
-command -v heat >/dev/null && command -v icagent >/dev/null || { echo "heat/icagent not built"; exit 77; }
+for b in heat synth icagent; do command -v $b >/dev/null || { echo "$b not built"; exit 77; }; done
 DYNRES_SRC=${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 W=$(mktemp -d /tmp/heat_redist.XXXXXX); chmod 700 "$W"
 PIDS=()
@@ -61,11 +62,23 @@ out=$(timeout 60 mpiexec -n 2 heat "${A[@]}" --app hagent --config "$W/two.yaml"
 assert_match 'heat: restart version=[0-9]+ iteration=(40|50) .* from_ranks=4 ranks=2' "$out" "agents: restored 4 -> 2"
 assert_eq "$ref" "$(ck "$out")" "agents: killed on 4 ranks, finished on 2, fixed-size checksum"
 
+# synth: one BLOCK-distributed global array, 4 ranks killed at iteration 35, 3 finish.
+S=(-s cp_global=10007 -s cp_type=double -s cp_count=60 -s cp_interval=10it -q)
+sref=$(synth "${S[@]}" -s enable_ichk=false --no-mpi | sed -n 's/^synth: checksum=\([0-9a-f]*\).*/\1/p')
+[[ -n $sref ]] || t_fatal "synth reference printed no checksum"
+timeout 60 mpiexec -n 4 synth "${S[@]}" -s icheck_config="$W/direct.yaml" -s app_name=sy -s fault_inject=35it >"$W/sy.1" 2>&1
+out=$(timeout 60 mpiexec -n 3 synth "${S[@]::${#S[@]}-1}" -s icheck_config="$W/direct.yaml" -s app_name=sy 2>&1) || t_fail "synth on 3: $out"
+assert_match 'synth: restart version=[0-9]+ iteration=30 .* from_ranks=4 ranks=3' "$out" "synth: restored 4 -> 3"
+assert_eq "$sref" "$(sed -n 's/^synth: checksum=\([0-9a-f]*\).*/\1/p' <<<"$out")" "synth: killed on 4 ranks, finished on 3, fixed-size checksum"
+
 # Lines of code of the redistribution (seed 000 Table 9.4).
 H=$DYNRES_SRC/share/dynres/examples/heat/heat.c
 n_ic=$(grep -c 'check_ic(icheck_add_adapt_global' "$H")
 n_hand=$(( $(sed -n '/HAND-REDIST BEGIN/,/HAND-REDIST END/p' "$H" | grep -v 'HAND-REDIST' | grep -cv '^\s*$') + $(grep -c 'hand_\(save\|load\)(hand,' "$H") ))
 echo "LINES heat: icheck=$n_ic hand-written(MPI-IO)=$n_hand"
+n_sy=$(grep -c 'check_ic(par, icheck_add_adapt_global' "$DYNRES_SRC/share/dynres/examples/synth/synth.cpp")
+echo "LINES synth: icheck=$n_sy"
+assert_eq 1 "$n_sy" "synth needs one iCheck line for its redistribution"
 assert_eq 1 "$n_ic" "heat needs one iCheck line for its redistribution"
 (( n_hand > 3 )) || t_fail "the hand-written redistribution needs only $n_hand lines"
 (( FAILS == 0 )) || { echo "$FAILS checks failed"; exit 1; }
