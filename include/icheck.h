@@ -102,7 +102,9 @@ int icheck_commit(void);
 int icheck_restart(void);
 
 /** Copy the restarted data of `label` into ptr (count elements; must equal
- *  the committed count and the added type). */
+ *  the committed count and the added type; for a label of
+ *  icheck_add_adapt_global: this rank's local count in the new layout, see
+ *  icheck_adapt_local_count). ICHECK_ENOENT: unknown label. */
 int icheck_restore(const char* label, void* ptr, size_t count);
 
 /** icheck_restart + icheck_restore of every added label into its region. */
