@@ -204,6 +204,9 @@ int main(int argc, char** argv) {
     expect(icheck_add_adapt("ok", &x, 1, ICHECK_INT, ICHECK_CONSTANT), ICHECK_OK, "valid CONSTANT");
     expect(icheck_add_adapt("ok", &x, 1, ICHECK_INT, ICHECK_RANK), ICHECK_EEXIST, "label twice");
     expect(icheck_restore("ok", &x, 1), ICHECK_ESTATE, "restore before restart");
+    int mloc[3] = {0, 0, 0};
+    expect(icheck_add_adapt_global("m", mloc, ICHECK_INT, 100, ICHECK_MANUAL, (size_t)3, manual, (void*)NULL, 0), ICHECK_OK, "MANUAL add");
+    expect(icheck_commit(), ICHECK_ELAYOUT, "commit with MANUAL counts not summing to the global count");
     icheck_pmap_free(pm);
     printf("VERSION %lld\n", (long long)icheck_version());
     icheck_finalize(0);
