@@ -309,7 +309,9 @@ void Coordinator::drop(int fd, const char* why) {
     bag_.push_front(static_cast<uint64_t>(w.task));
     if (!w.stopped || opt_.verbose) log("worker on %s left (%s); task %lld back in the bag", w.node.c_str(), why,
                                         static_cast<long long>(w.task));
-  } else if (!w.stopped && w.hello) {
+  } else if (!w.hello) {
+    log("dropped a connection before its hello (%s)", why);
+  } else if (!w.stopped) {
     log("worker on %s left (%s)", w.node.c_str(), why);
   }
   ::close(fd);
