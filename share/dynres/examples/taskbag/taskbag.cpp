@@ -678,6 +678,14 @@ int Coordinator::run() {
       deregistered_ = true;
       probing_ = false;
     }
+    // every task is either done, in the bag or held by a worker
+    if (bag_.empty() && ndone_ < app_.ntasks &&
+        std::none_of(workers_.begin(), workers_.end(), [](const auto& fw) { return fw.second.task >= 0; })) {
+      log("internal error: %llu task(s) neither done, nor in the bag, nor held by a worker",
+          static_cast<unsigned long long>(app_.ntasks - ndone_));
+      fatal_ = 1;
+      break;
+    }
     // nobody left to compute: give up after 10 s (a pending expand may still bring workers)
     if (procs_.empty() && alive_workers() == 0 && !(ad_.active && ad_.kind == MJ_ORDER_EXPAND)) {
       if (t_nowork == 0) t_nowork = t;
