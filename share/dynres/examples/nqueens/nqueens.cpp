@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   cli.add_option("--task-sleep-ms", opt.task_sleep_ms, "extra sleep per task on the workers, ms (tests)")
       ->check(CLI::Range(0.0, 60000.0));
+  cli.add_option("--commit-delay-ms", opt.commit_delay_ms, "commit a resize no earlier than MS after the order (tests)")
+      ->check(CLI::Range(0.0, 3600000.0));
   cli.add_flag("-v,--verbose", opt.verbose, "log workers and adaptation steps to stderr");
   CLI11_PARSE(cli, argc, argv);
   try {

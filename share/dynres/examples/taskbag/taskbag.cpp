@@ -514,7 +514,7 @@ void Coordinator::progress_adaptation() {
   if (ad_.kind == MJ_ORDER_SHRINK)
     for (auto it = ad_.waiting.begin(); it != ad_.waiting.end();)
       it = (!has_worker(*it) && !has_proc(*it)) ? ad_.waiting.erase(it) : std::next(it);
-  if (ad_.waiting.empty()) commit();
+  if (ad_.waiting.empty() && now_s() >= ad_.t0 + opt_.commit_delay_ms / 1000) commit();
 }
 
 void Coordinator::commit() {

@@ -73,6 +73,7 @@ struct App {
 struct Options {
   int workers = 2;          ///< fixed-size run outside a job: local worker processes (1..256)
   double task_sleep_ms = 0; ///< extra sleep per task on the workers (tests: runs long enough to resize)
+  double commit_delay_ms = 0; ///< commit an adaptation no earlier than this after the order (tests: rollbacks)
   bool verbose = false;     ///< log hand-outs and adaptation steps to stderr
 };
 
