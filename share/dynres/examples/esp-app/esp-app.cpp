@@ -25,8 +25,9 @@
 // done.
 //
 // Output: "esp-app: job ID on N node(s) (LIST), requested R, runs Ts";
-// malleable also "esp-app: resize expand 2->4 latency_s=0.29 order=7" per
-// resize and "esp-app: done elapsed_s=E expands=X shrinks=Y".
+// malleable also "esp-app: resize expand 2->4 latency_s=0.29 order=7
+// at_s=1.0 done=0.25" per resize (at_s: order received, seconds after the
+// start; done: fraction of the work done then) and "esp-app: done elapsed_s=E expands=X shrinks=Y".
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -287,8 +288,8 @@ int main(int argc, char** argv) {
         ++shrinks;
       }
       n = o.num_nodes_after > 0 ? o.num_nodes_after : std::max(1, grow ? n + o.count : n - o.count);
-      std::printf("esp-app: resize %s %d->%d latency_s=%.6f order=%lld\n", grow ? "expand" : "shrink", before, n,
-                  t1 - t, static_cast<long long>(o.id));
+      std::printf("esp-app: resize %s %d->%d latency_s=%.6f order=%lld at_s=%.6f done=%.6f\n", grow ? "expand" : "shrink",
+                  before, n, t1 - t, static_cast<long long>(o.id), t - t0, done / m.work());
       std::fflush(stdout);
     } else {
       std::fprintf(stderr, "esp-app: order %lld not carried out: %s %s\n", static_cast<long long>(o.id), mj_strerror(c),
