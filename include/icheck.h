@@ -48,7 +48,10 @@ typedef enum icheck_error {
   ICHECK_ECORRUPT = -10,   /**< checksum mismatch: data refused              */
   ICHECK_ENOMEM = -11,
   ICHECK_EPERM = -12,      /**< checkpoint belongs to another user/app       */
-  ICHECK_EFABRIC = -13     /**< libfabric error                              */
+  ICHECK_EFABRIC = -13,    /**< libfabric error                              */
+  ICHECK_ELAYOUT = -14     /**< data distribution invalid: PREDEFINED counts do not sum to the
+                                global count or overlap, no mapping for this process count,
+                                global count * element size overflows, bad width */
 } icheck_error;
 
 /** Values stored in *status by icheck_init. */
@@ -99,7 +102,9 @@ int icheck_commit(void);
 int icheck_restart(void);
 
 /** Copy the restarted data of `label` into ptr (count elements; must equal
- *  the committed count and the added type). */
+ *  the committed count and the added type; for a label of
+ *  icheck_add_adapt_global: this rank's local count in the new layout, see
+ *  icheck_adapt_local_count). ICHECK_ENOENT: unknown label. */
 int icheck_restore(const char* label, void* ptr, size_t count);
 
 /** icheck_restart + icheck_restore of every added label into its region. */
@@ -124,6 +129,121 @@ int64_t icheck_version(void);
 
 /** "rdma" when agents are used, "direct" in file fallback mode, "none" before init. */
 const char* icheck_mode(void);
+
+/* ---- Data redistribution (seed 000 §7.4.1; malleability by restart, §7.4.4)
+ *
+ * A checkpoint committed by N processes can be restored by M processes.
+ * Declare every object with its role before the first icheck_commit (and,
+ * after a restart, before icheck_restart/icheck_restart_all):
+ *
+ *   icheck_add_adapt("iter", &it, 1, ICHECK_INT, ICHECK_CONSTANT);
+ *   icheck_add_adapt("nprocs", &np, 1, ICHECK_INT, ICHECK_SIZE);
+ *   icheck_add_adapt_global("grid", rows, ICHECK_DOUBLE, ny * nx, ICHECK_BLOCK, (size_t)nx);
+ *   if (status == ICHECK_STATUS_RESTART) icheck_restart_all();
+ *
+ * Each rank's checkpoint part records the committing process count, its
+ * rank and the distribution of every object (a "__icheck_adapt" region;
+ * labels starting with "__icheck" are reserved). With M == N every rank
+ * restores its own part (from the agents or the second level). With
+ * M != N the restore reads the second level (agents holding the version
+ * are asked to flush it first) and every rank reads exactly the pieces of
+ * the old parts that overlap its new part. Collective calls: icheck_restart,
+ * icheck_restart_all, and icheck_restore of a CONSTANT or MANUAL label.
+ * Variadic arguments must have exactly the types named below (cast integer
+ * literals: (size_t)1). */
+
+/** Attributes of icheck_add_adapt (seed 000 §7.4.1.1, replicated data). */
+typedef enum icheck_attr {
+  ICHECK_CONSTANT = 1,       /**< same value on every rank: rank 0's copy is stored, restored everywhere */
+  ICHECK_SIZE = 2,           /**< set to the restoring communicator size (int/float/double) */
+  ICHECK_RANK = 3,           /**< set to the restoring rank (int/float/double) */
+  ICHECK_DEFAULT = 4,        /**< ... const void* value: set to value (count elements) on restore */
+  ICHECK_VOLATILE = 5,       /**< ... icheck_recalc_fn fn, void* arg: fn recomputes it on restore,
+                                  after every other object of the restore is in place */
+  ICHECK_DEFAULT_JOINING = 6 /**< ... const void* value: ranks that existed (rank < N) get their
+                                  stored value, joining ranks (rank >= N) get value */
+} icheck_attr;
+
+/** Distributions of icheck_add_adapt_global (seed 000 §7.4.1.2). */
+typedef enum icheck_dist {
+  ICHECK_BLOCK = 1,      /**< ... size_t width: contiguous blocks of whole units of width elements
+                              (0 = 1); U = global/width units, rank r of P gets U/P units, the
+                              first U%P ranks one more (heat's block rows: width = NX) */
+  ICHECK_CYCLIC = 2,     /**< ... size_t width: blocks of width (>= 1) elements dealt round robin */
+  ICHECK_PREDEFINED = 3, /**< ... const icheck_pmap* pmap: the layout of pmap for the current
+                              process count (icheck_add_processor_mapping/_layout) */
+  ICHECK_MANUAL = 4      /**< ... size_t local_count, icheck_manual_fn fn, void* arg, int src:
+                              unstructured; on a restore with M != N the global array (old
+                              parts concatenated in rank order) is handed to fn on rank src
+                              (ICHECK_ALL: every rank), fn is called on every rank and places
+                              the data itself. With M == N each rank gets its own part back. */
+} icheck_dist;
+
+/** src of ICHECK_MANUAL: every rank receives the global array. */
+#define ICHECK_ALL (-1)
+
+/** What a callback is told about the restore. */
+typedef struct icheck_adapt_info {
+  int old_size;    /**< N: processes that committed the checkpoint */
+  int new_size;    /**< M: processes restoring it */
+  int rank;        /**< this process's rank (0..M-1) */
+  int64_t version; /**< the checkpoint version restored */
+} icheck_adapt_info;
+
+/** ICHECK_VOLATILE: recompute the object at ptr (count elements). Return 0,
+ *  or a non-zero value that icheck_restore reports as ICHECK_EINVAL. */
+typedef int (*icheck_recalc_fn)(const char* label, void* ptr, size_t count, const icheck_adapt_info* info,
+                                void* arg);
+
+/** ICHECK_MANUAL: global is the whole array (global_count elements) on the
+ *  receiving rank(s), NULL elsewhere; old_counts[i] is old rank i's count
+ *  (N entries, all ranks). ptr/local_count: as given to icheck_add_adapt_global.
+ *  Return 0, or non-zero (reported as ICHECK_EINVAL). */
+typedef int (*icheck_manual_fn)(const char* label, const void* global, size_t global_count,
+                                const size_t* old_counts, void* ptr, size_t local_count,
+                                const icheck_adapt_info* info, void* arg);
+
+/** Add a replicated/local object with a redistribution attribute (icheck_attr;
+ *  variadic arguments as listed there). ICHECK_SIZE/RANK need ICHECK_INT,
+ *  ICHECK_FLOAT or ICHECK_DOUBLE. Errors: EINVAL, ELABEL, EEXIST, ESTATE
+ *  (after the first commit). */
+int icheck_add_adapt(const char* label, void* ptr, size_t count, icheck_type type, int attribute, ...);
+
+/** Partitioning array of ICHECK_PREDEFINED: one layout per process count. */
+typedef struct icheck_pmap icheck_pmap;
+int icheck_pmap_create(icheck_pmap** pmap);
+void icheck_pmap_free(icheck_pmap* pmap);
+
+/** The seed's icheck_add_processor_mapping(num_procs, dim, ..., pmap): with
+ *  num_procs processes the row-major array of ndims extents `shape`
+ *  (slowest first) is cut into a dims[0] x ... x dims[ndims-1] process grid
+ *  (product = num_procs; block split per dimension as ICHECK_BLOCK); rank r
+ *  has row-major grid coordinates (as MPI_Cart_create) and stores its block
+ *  row-major. 1 <= ndims <= 8. Errors: EINVAL, ELAYOUT, EEXIST (num_procs
+ *  already mapped). */
+int icheck_add_processor_mapping(icheck_pmap* pmap, int num_procs, int ndims, const int* dims,
+                                 const size_t* shape);
+
+/** Explicit PREDEFINED layout for num_procs processes: rank r owns the global
+ *  elements [offsets[r], offsets[r] + counts[r]) (counts may be 0). The
+ *  counts must sum to the global count and the ranges must not overlap
+ *  (ELAYOUT otherwise). */
+int icheck_add_processor_layout(icheck_pmap* pmap, int num_procs, const size_t* counts, const size_t* offsets);
+
+/** Add this rank's part of a distributed global array of global_count
+ *  elements (icheck_dist; variadic arguments as listed there). ptr holds
+ *  this rank's local elements in the distribution's local order (NULL allowed
+ *  when it owns none). Errors: EINVAL, ELABEL, EEXIST, ESTATE, ELAYOUT
+ *  (global_count * element size overflows, bad width, PREDEFINED layout
+ *  invalid, not for this global count, or missing for this process count). */
+int icheck_add_adapt_global(const char* label, void* ptr, icheck_type type, size_t global_count, int dist, ...);
+
+/** Elements this rank owns of an icheck_add_adapt_global label. */
+int icheck_adapt_local_count(const char* label, size_t* count);
+
+/** Process count that committed the version being restored (after
+ *  icheck_restart/icheck_restart_all; 0 before). */
+int icheck_restart_size(void);
 
 /** Human-readable text of an icheck_error. */
 const char* icheck_strerror(int err);

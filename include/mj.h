@@ -124,8 +124,10 @@ typedef struct {
  * everything else STAYS). *pending = -1 when the scheduler rolled back the
  * order this process had begun (timeout): undo it, then probe on. role and
  * order may be NULL. Errors: MJ_ERR_STATE before mj_init_adapt,
- * MJ_ERR_CONNECT when the connection is lost (orders then cannot arrive;
- * the job continues at its size). */
+ * MJ_ERR_CONNECT while the scheduler cannot be reached (orders cannot
+ * arrive; the job continues at its size). Later calls reconnect (at most
+ * one attempt a second) and register again if this process had registered;
+ * an order begun before the scheduler restarted was rolled back by it. */
 int mj_probe_adapt(int* pending, mj_role* role, mj_order* order);
 
 /* Block until an order is pending or timeout_s (seconds, < 0: forever)

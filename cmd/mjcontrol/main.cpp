@@ -1,8 +1,9 @@
-// mjcontrol — hold, release and show jobs, like scontrol (mjcontrol(1)).
+// mjcontrol — hold, release, show and resize jobs, like scontrol (mjcontrol(1)).
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 
 #include "dynres/hostlist.hpp"
@@ -10,6 +11,8 @@
 #include "dynres/jobspec.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/views.hpp"
+#include "dynres/proto.hpp"
+#include "dynres/resize_store.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"Hold, release or show dynres jobs (like scontrol).", "mjcontrol"};
@@ -29,11 +32,42 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "show jobs in detail: show job [ID]");
   show->add_option("entity", show_what, "what to show: job")->required()->check(CLI::IsMember({"job", "jobs"}));
   show->add_option("job_id", show_id, "job id (default: every pending or running job)");
+  int64_t rs_job = 0;
+  int rs_nodes = 0;
+  double rs_wait = -1;
+  auto* rsz = app.add_subcommand("resize", "order a running malleable job to N nodes: resize JOBID N [--wait S]");
+  rsz->add_option("job_id", rs_job, "the job (running, registered as malleable)")->required()->check(CLI::PositiveNumber);
+  rsz->add_option("nodes", rs_nodes, "its new node count")->required()->check(CLI::Range(1, 1000000));
+  rsz->add_option("--wait", rs_wait, "wait up to S seconds for the job to commit or the order to be rolled back")
+      ->check(CLI::Range(0.0, 86400.0));
   app.require_subcommand(1);
   CLI11_PARSE(app, argc, argv);
   try {
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
+    if (rsz->parsed()) {
+      auto rep = dynres::proto::request(dynres::sched_socket(home),
+                                        {{"op", "resize"}, {"job", rs_job}, {"nodes", rs_nodes}}, 10000);
+      if (!rep) throw std::runtime_error("the scheduler of " + home + " does not answer (is mjsched running?)");
+      if (rep->contains("error")) throw std::runtime_error("job " + std::to_string(rs_job) + ": " + (*rep)["error"].get<std::string>());
+      uint64_t id = (*rep)["order"].get<uint64_t>();
+      auto o = dynres::resize::order(st, id);
+      std::cout << "mjcontrol: job " << rs_job << ": " << (o ? dynres::resize::to_string(o->order.kind) : "resize")
+                << " order " << id << " sent (" << (o ? o->from : 0) << " -> " << rs_nodes << " nodes)\n";
+      if (rs_wait < 0) return 0;
+      auto done = dynres::resize::wait_settled(st, id, rs_wait);
+      if (!done) {
+        std::cout << "mjcontrol: job " << rs_job << ": order " << id << " still outstanding after " << rs_wait << " s\n";
+        return 2;
+      }
+      if (done->state == "committed") {
+        std::printf("mjcontrol: job %lld: order %llu committed after %.3f s\n", (long long)rs_job,
+                    (unsigned long long)id, done->settled - done->order.sent);
+        return 0;
+      }
+      std::cout << "mjcontrol: job " << rs_job << ": order " << id << " rolled back: " << done->reason << "\n";
+      return 1;
+    }
     if (update->parsed()) {
       std::string key = upd_setting.substr(0, upd_setting.find('='));
       for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

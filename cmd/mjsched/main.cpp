@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
   app.add_option("--nodes", nodes, "register these nodes first, e.g. n[1-34]");
   app.add_option("--hosts", hosts, "real host of each node (same order) for the srun launcher; default: the node names");
-  app.add_option("--policy", policy, "override scheduler.policy: fcfs|backfill|easy (fpsma|egs|minagree|perf: mjsim only for now)");
+  app.add_option("--policy", policy, "override scheduler.policy: fcfs|backfill|easy|fpsma|egs|minagree|perf");
   app.add_option("--launcher", launcher, "override launcher.type: local|srun");
   app.add_option("--tick", tick, "override scheduler.tick (seconds)");
   app.add_flag("--daemon", daemon, "detach; log to $DYNRES_HOME/mjsched.log");
@@ -38,11 +38,6 @@ int main(int argc, char** argv) {
                                  "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
       d.cfg.policy.policy = *p;
     }
-    if (dynres::sched::is_malleable_policy(d.cfg.policy.policy))
-      throw std::runtime_error("policy '" + dynres::sched::to_string(d.cfg.policy.policy) +
-                               "' expands and shrinks running jobs, and this mjsched cannot carry out resize "
-                               "orders yet (the live resize protocol is not available); evaluate it with "
-                               "mjsim(1), or run fcfs|backfill|easy");
     if (!launcher.empty()) {
       if (launcher != "local" && launcher != "srun")
         throw std::runtime_error("--launcher: unknown launcher '" + launcher + "' (local|srun)");

@@ -86,20 +86,4 @@ done <<EOF2
 -w esp --nodes 2000000|--nodes
 -w esp --tick 0.01|--tick must be 0 or at least 0.1
 EOF2
-# Until the live resize protocol lands, mjsched and esp-run refuse the
-# malleable policies by name (never silently run easy) and touch nothing.
-for pol in fpsma egs minagree perf; do
-  H=$T_TMP/home-$pol
-  mkdir -p "$H"
-  t_run mjsched --home "$H" --nodes 'n[1-2]' --policy "$pol"
-  assert_ne 0 "$T_RC" "mjsched --policy $pol is refused"
-  assert_contains "$T_ERR" "policy '$pol' expands and shrinks running jobs" "mjsched names why $pol is refused"
-  printf 'scheduler:\n  policy: %s\n' "$pol" >"$H/dynres.yaml"
-  t_run mjsched --home "$H" --nodes 'n[1-2]'
-  assert_ne 0 "$T_RC" "mjsched with scheduler.policy: $pol is refused"
-  assert_eq "" "$(ls "$H" | grep -v '^dynres.yaml$')" "a refused mjsched ($pol) creates nothing"
-  t_run esp-run --policy "$pol" --dir "$T_TMP/esp"
-  assert_ne 0 "$T_RC" "esp-run --policy $pol is refused"
-  assert_contains "$T_ERR" "mjsim --workload esp --policy $pol" "esp-run points to mjsim"
-done
 t_done

@@ -70,7 +70,7 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable"}, path);
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize"}, path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
   if (!p)
@@ -83,6 +83,18 @@ Config load_config(const std::string& path) {
   if (!(c.policy.default_time_limit > 0)) throw ConfigError(path + ": scheduler.default_time_limit must be > 0");
   c.kill_wait = get<double>(s, "kill_wait", c.kill_wait, "scheduler", path);
   if (c.kill_wait < 0) throw ConfigError(path + ": scheduler.kill_wait must be >= 0");
+  auto rz = s ? s["resize"] : YAML::Node();
+  check_keys(rz, "scheduler.resize", {"timeout", "backoff", "restart_timeout"}, path);
+  const std::string rw = "scheduler.resize";
+  c.resize_timeout = get<double>(rz, "timeout", c.resize_timeout, rw, path);
+  c.resize_backoff = get<double>(rz, "backoff", c.resize_backoff, rw, path);
+  c.resize_restart_timeout = get<double>(rz, "restart_timeout", c.resize_restart_timeout, rw, path);
+  if (!(c.resize_timeout > 0 && c.resize_timeout <= 86400))
+    throw ConfigError(path + ": scheduler.resize.timeout must be in (0, 86400] seconds");
+  if (!(c.resize_backoff >= 0 && c.resize_backoff <= 86400))
+    throw ConfigError(path + ": scheduler.resize.backoff must be in [0, 86400] seconds");
+  if (!(c.resize_restart_timeout > 0 && c.resize_restart_timeout <= 86400))
+    throw ConfigError(path + ": scheduler.resize.restart_timeout must be in (0, 86400] seconds");
   auto l = root["launcher"];
   check_keys(l, "launcher", {"type"}, path);
   c.launcher = get<std::string>(l, "type", c.launcher, "launcher", path);

@@ -1250,4 +1250,31 @@ const char* Client::mode() const { return impl_->mode.c_str(); }
 double Client::last_commit_seconds() const { return impl_->last_tsync; }
 const char* Client::last_error() const { return impl_->last_error_.c_str(); }
 
+// ---- hooks of the data redistribution (adapt.cpp, seed 000 §7.4.1)
+RestartView Client::restart_view() {
+  auto& s = *impl_;
+  RestartView v{s.inited, &s.comm, s.restart_v, s.restart_src, s.pfs_root(), s.app, s.uid, 0};
+  if (s.agent)
+    for (auto& e : s.agent->versions)
+      if (e.value("v", int64_t(0)) == s.restart_v && e.contains("regions") && e["regions"].is_array())
+        for (auto& r : e["regions"])
+          if (r.is_object() && r.contains("nranks") && r["nranks"].is_number_unsigned())
+            v.agent_nranks = std::max(v.agent_nranks, int(std::min<uint64_t>(r["nranks"].get<uint64_t>(), 1u << 20)));
+  return v;
+}
+bool Client::flush_agents() {
+  auto& s = *impl_;
+  bool ok = true;
+  if (s.agent) {
+    try {
+      request(s.agent->sock, {{"op", "flush"}, {"timeout_ms", 120000}}, 125000);
+    } catch (const std::exception& e) {
+      s.last_error = std::string("flush for a redistributing restart failed: ") + e.what();
+      ok = false;
+    }
+  }
+  return s.comm.all(ok);
+}
+void Client::set_error(const std::string& e) { impl_->last_error = e; }
+
 }  // namespace dynres::icheck

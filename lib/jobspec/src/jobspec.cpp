@@ -31,6 +31,9 @@ const std::vector<OptionDef>& job_options() {
       {{"--min-power"}, true, "lowest power per node the job draws, watts"},
       {{"--max-power"}, true, "highest power per node the job draws, watts"},
       {{"--rigid"}, false, "run on exactly --nodes nodes even when a range is known"},
+      {{"--malleable"}, false,
+       "the job may grow and shrink while it runs, within --min-nodes/--max-nodes (mj(3); default range 1 to the "
+       "cluster)"},
       {{"--export"}, true,
        "ALL (default): the submitter's environment; NONE: the scheduler's; [ALL,]VAR[=value],...: "
        "only (or also) these variables"},
@@ -235,6 +238,9 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   } else if (key == "--rigid") {
     if (!v.empty()) throw SpecError("--rigid takes no value");
     s.rigid = true;
+  } else if (key == "--malleable") {
+    if (!v.empty()) throw SpecError("--malleable takes no value");
+    s.malleable = true;
   }
 }
 
@@ -475,6 +481,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.cpus_per_task, c.cpus_per_task);
   s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
+  s.malleable = s.malleable || c.malleable;
   return s;
 }
 
@@ -500,7 +507,8 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   if (j.name.size() > 200) throw SpecError("--job-name: name longer than 200 characters");
   auto c = parse_constraint(s.constraint.value_or("none"));
   j.constraint = to_string(*c);
-  bool range = s.min_nodes || s.max_nodes;
+  if (s.rigid && s.malleable) throw SpecError("--rigid: conflicts with --malleable");
+  bool range = s.min_nodes || s.max_nodes || s.malleable;
   if (s.rigid && range) throw SpecError("--rigid: conflicts with a node range (--min-nodes/--max-nodes or -N MIN-MAX)");
   if (cluster < 1) throw SpecError("the cluster has no usable nodes");
   // tasks and CPUs (sbatch -n, --ntasks-per-node, -c)
@@ -534,7 +542,7 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.ntasks_per_node = s.ntasks_per_node.value_or(0);
   j.cpus_per_task = C;
   if (range) {
-    j.kind = "moldable";
+    j.kind = s.malleable ? "malleable" : "moldable";
     j.min_nodes = s.min_nodes.value_or(1);
     j.max_nodes = s.max_nodes.value_or(std::max(cluster, j.min_nodes));
     if (j.min_nodes > j.max_nodes)

@@ -22,6 +22,7 @@
 #include "dynres/hostlist.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/resize_store.hpp"
 #include "dynres/state.hpp"
 
 namespace dynres::launch {
@@ -298,25 +299,52 @@ int run_step(const StepConfig& cfg, int go_fd) {
   if (job->array_job_id)
     for (auto tid : st.array_task_ids(*job->array_job_id))
       if (auto t = st.job(tid); t && t->array_task_id) array_tasks.push_back(*t->array_task_id);
-  std::vector<std::string> names, hosts;
-  int node_cpus = 0;
-  for (auto& n : st.nodes())
-    if (n.job_id == cfg.job_id) {
-      names.push_back(n.name), hosts.push_back(n.host);
-      node_cpus = node_cpus ? std::min(node_cpus, n.cpus) : n.cpus;
-    }
-  std::string spool = spool_dir(cfg.home);
-  ::mkdir(spool.c_str(), 0700);
-  std::string script = spool_file(cfg.home, cfg.job_id, "sh");
-  std::string nodefile = spool_file(cfg.home, cfg.job_id, "hosts");
-  int out = -1, err = -1;
+  // Restart-based resizes (seed 000 §7.4.4, mj(3) MJ_ADAPT_RESTART): when the
+  // script ends while the job has a restart order not yet relaunched, the
+  // script runs again on the order's node list; otherwise the job ends.
   auto finish = [&](const std::string& state, std::optional<int> code, const std::string& why) {
     record_end(st, cfg.home, cfg.job_id, state, code, why);
     remove_spool_files(cfg.home, cfg.job_id);  // the record is final
     proto::notify(sched_socket(cfg.home), {{"op", "wake"}, {"why", "end"}, {"job", cfg.job_id}});
   };
+  std::optional<resize::OrderRecord> relaunch;
+  int round = 0;
+  bool cancelled = false, timed_out = false;
+  int status = 0;
+  std::string secret;
   try {
-    write_file(script, job->script, 0700);
+    resize::migrate(st);
+    if (auto info = resize::job_info(st, cfg.job_id)) secret = info->secret;
+  } catch (const DbError&) {
+  }
+  for (;; ++round) {
+  std::vector<std::string> names, hosts;
+  int node_cpus = 0;
+  std::vector<std::string> added = relaunch && relaunch->state != "rolled_back" && relaunch->order.kind == resize::Kind::expand
+                                       ? relaunch->order.nodes
+                                       : std::vector<std::string>{};
+  std::vector<std::string> leaving = relaunch && relaunch->state != "rolled_back" && relaunch->order.kind == resize::Kind::shrink
+                                         ? relaunch->order.nodes
+                                         : std::vector<std::string>{};
+  int old_count = 0;
+  for (auto& n : st.nodes()) {
+    bool mine = n.job_id == cfg.job_id;
+    old_count += mine;
+    bool in = (mine && std::find(leaving.begin(), leaving.end(), n.name) == leaving.end()) ||
+              std::find(added.begin(), added.end(), n.name) != added.end();
+    if (in) {
+      names.push_back(n.name), hosts.push_back(n.host);
+      node_cpus = node_cpus ? std::min(node_cpus, n.cpus) : n.cpus;
+    }
+  }
+  const std::string nodelist = compress_hostlist(names);
+  std::string spool = spool_dir(cfg.home);
+  ::mkdir(spool.c_str(), 0700);
+  std::string script = spool_file(cfg.home, cfg.job_id, "sh");
+  std::string nodefile = spool_file(cfg.home, cfg.job_id, "hosts");
+  int out = -1, err = -1;
+  try {
+    if (round == 0) write_file(script, job->script, 0700);
     std::string hl;
     for (auto& h : hosts) hl += h + "\n";
     write_file(nodefile, hl, 0644);
@@ -327,12 +355,13 @@ int run_step(const StepConfig& cfg, int go_fd) {
     };
     job->stdout_path = with_node(job->stdout_path);
     job->stderr_path = with_node(job->stderr_path);
-    out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int trunc = round == 0 ? O_TRUNC : O_APPEND;  // a relaunch appends to the job's output
+    out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open output " + job->stdout_path + ": " + std::strerror(errno));
     if (job->stderr_path == job->stdout_path) {
       err = out;
     } else {
-      err = ::open(job->stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      err = ::open(job->stderr_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0644);
       if (err < 0) throw std::runtime_error("cannot open error " + job->stderr_path + ": " + std::strerror(errno));
     }
   } catch (const std::exception& e) {
@@ -375,10 +404,23 @@ int run_step(const StepConfig& cfg, int go_fd) {
     if (!job->env.empty()) apply_job_environment(job->env);
     ::setenv("MJ_JOB_ID", std::to_string(cfg.job_id).c_str(), 1);
     ::setenv("MJ_JOB_NAME", job->name.c_str(), 1);
-    ::setenv("MJ_JOB_NODELIST", job->nodelist.c_str(), 1);
+    ::setenv("MJ_JOB_NODELIST", nodelist.c_str(), 1);
     ::setenv("MJ_JOB_NUM_NODES", std::to_string(names.size()).c_str(), 1);
     ::setenv("MJ_NODEFILE", nodefile.c_str(), 1);
     ::setenv("MJ_SOCKET", sched_socket(cfg.home).c_str(), 1);
+    // the resize protocol (mj(3)): the job's secret, its launcher, where this
+    // process runs, and after a restart-based resize the order to commit
+    if (!secret.empty()) ::setenv("MJ_SECRET", secret.c_str(), 1);
+    ::setenv("MJ_LAUNCHER", cfg.launcher.c_str(), 1);
+    ::setenv("MJ_NODE", names.empty() ? "" : names[0].c_str(), 1);
+    ::setenv("MJ_RESTART_COUNT", std::to_string(round).c_str(), 1);
+    if (relaunch) {
+      ::setenv("MJ_RESUMED_ORDER", std::to_string(relaunch->order.id).c_str(), 1);
+      ::setenv("MJ_OLD_NUM_NODES", std::to_string(old_count).c_str(), 1);
+    } else {
+      ::unsetenv("MJ_RESUMED_ORDER");
+      ::unsetenv("MJ_OLD_NUM_NODES");
+    }
     const std::string submit_dir = job->submit_dir.empty() ? job->workdir : job->submit_dir;
     ::setenv("MJ_SUBMIT_DIR", submit_dir.c_str(), 1);
     // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
@@ -389,7 +431,7 @@ int run_step(const StepConfig& cfg, int go_fd) {
     std::vector<std::pair<const char*, std::string>> slurm_env = {
         {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
         {"SLURM_SUBMIT_DIR", submit_dir}, {"SLURM_JOB_NUM_NODES", nn}, {"SLURM_NNODES", nn},
-        {"SLURM_JOB_NODELIST", job->nodelist}, {"SLURM_NODELIST", job->nodelist}, {"SLURM_NTASKS", nt},
+        {"SLURM_JOB_NODELIST", nodelist}, {"SLURM_NODELIST", nodelist}, {"SLURM_NTASKS", nt},
         {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
         {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
     if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
@@ -482,7 +524,6 @@ int run_step(const StepConfig& cfg, int go_fd) {
 
   const double start = job->start_time.value_or(now_seconds());
   const double limit_at = job->time_limit > 0 ? start + static_cast<double>(job->time_limit) : INFINITY;
-  bool cancelled = false, timed_out = false;
   double kill_at = INFINITY;  // SIGKILL deadline once SIGTERM was sent
   auto terminate = [&](double now) {
     if (std::isinf(kill_at)) {
@@ -509,9 +550,23 @@ int run_step(const StepConfig& cfg, int go_fd) {
     }
   }
   ::kill(-child, SIGKILL);  // like Slurm: the step's leftover processes end with it
-  int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  if (cancelled || timed_out) break;
+  relaunch.reset();
+  try {
+    auto fresh = st.job(cfg.job_id);
+    if (fresh && fresh->cancel_requested) break;
+    relaunch = resize::pending_relaunch(st, cfg.job_id);
+    if (relaunch) resize::mark_relaunched(st, relaunch->order.id);
+  } catch (const DbError&) {
+    relaunch.reset();  // the state file is unusable: end the job as it ended
+  }
+  if (!relaunch) break;
+  std::fprintf(stderr, "mjstepd: job %lld: relaunching the script for %s order %llu (%s)\n", (long long)cfg.job_id,
+               resize::to_string(relaunch->order.kind), (unsigned long long)relaunch->order.id,
+               relaunch->state.c_str());
+  }  // relaunch loop
 
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   try {

@@ -116,6 +116,37 @@ void send_frame(int fd, const json& body) {
   }
 }
 
+bool FrameReader::fill(int fd) {
+  char tmp[16384];
+  for (;;) {
+    ssize_t r = ::recv(fd, tmp, sizeof tmp, MSG_DONTWAIT);
+    if (r > 0) {
+      buf_.append(tmp, static_cast<size_t>(r));
+      return true;
+    }
+    if (r == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+std::optional<json> FrameReader::next() {
+  if (buf_.size() < 4) return std::nullopt;
+  auto b = reinterpret_cast<const unsigned char*>(buf_.data());
+  uint32_t n = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
+  if (n > max_) throw ProtoError("recv: frame of " + std::to_string(n) + " bytes exceeds the limit of " +
+                                 std::to_string(max_) + " bytes for this connection");
+  if (buf_.size() - 4 < n) return std::nullopt;
+  json out;
+  try {
+    out = json::parse(buf_.begin() + 4, buf_.begin() + 4 + n);
+  } catch (const json::exception& e) {
+    throw ProtoError(std::string("recv: malformed JSON frame: ") + e.what());
+  }
+  buf_.erase(0, 4 + static_cast<size_t>(n));
+  return out;
+}
+
 std::optional<json> recv_frame(int fd, int timeout_ms) {
   json m;
   if (detail::read_frame(fd, timeout_ms, m) != detail::ReadEnd::frame) return std::nullopt;

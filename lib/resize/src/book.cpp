@@ -40,12 +40,18 @@ void Book::admit(int64_t job, uint32_t uid, std::string secret, std::vector<std:
 
 void Book::forget(int64_t job) { jobs_.erase(job); }
 
-Result Book::check(const Peer& p, Job** out) {
+Result Book::authenticate(const Peer& p) const {
   auto it = jobs_.find(p.job);
   if (it == jobs_.end()) return Result::no("job " + std::to_string(p.job) + " is not running");
   if (it->second.uid != p.uid)
     return Result::no("uid " + std::to_string(p.uid) + " may not speak for job " + std::to_string(p.job));
   if (!same_secret(it->second.secret, p.secret)) return Result::no("wrong secret for job " + std::to_string(p.job));
+  return Result::yes();
+}
+
+Result Book::check(const Peer& p, Job** out) {
+  if (auto r = authenticate(p); !r.ok) return r;
+  auto it = jobs_.find(p.job);
   *out = &it->second;
   return Result::yes();
 }
@@ -139,6 +145,34 @@ Result Book::commit(const Peer& p, uint64_t order_id, std::vector<std::string> r
   j->phase = Phase::accepting;
   if (out) *out = {o, gone, now - o.sent};
   return Result::yes();
+}
+
+Result Book::begin(const Peer& p, uint64_t order_id, bool restart, double now, Order* out) {
+  Job* j = nullptr;
+  if (auto r = check(p, &j); !r.ok) return r;
+  if (!j->pending || j->pending->id != order_id)
+    return Result::no("order " + std::to_string(order_id) + " is not outstanding for job " + std::to_string(p.job));
+  if (now > j->pending->deadline) return Result::no("order " + std::to_string(order_id) + " timed out; it is rolled back");
+  if (restart) j->pending->deadline = std::max(j->pending->deadline, now + opt_.restart_timeout);
+  if (out) *out = *j->pending;
+  return Result::yes();
+}
+
+std::optional<Order> Book::rollback(int64_t job, double now) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.pending) return std::nullopt;
+  Order o = *it->second.pending;
+  it->second.pending.reset();
+  it->second.phase = Phase::accepting;
+  it->second.backoff_until = now + opt_.backoff;
+  return o;
+}
+
+void Book::restore(int64_t job, Phase p) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  it->second.pending.reset();
+  it->second.phase = p == Phase::adapting ? Phase::accepting : p;
 }
 
 std::vector<Order> Book::expire(double now) {

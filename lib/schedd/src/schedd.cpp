@@ -24,6 +24,8 @@
 #include "dynres/launch.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/resize_store.hpp"
+#include "resize_server.hpp"
 
 namespace dynres::schedd {
 
@@ -102,6 +104,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
       r.id = j.id;
       r.kind = kind_of(j.kind);
       r.nodes = held[j.id];
+      r.req_nodes = j.req_nodes;
       r.min_nodes = j.min_nodes;
       r.max_nodes = j.max_nodes;
       r.constraint = c;
@@ -186,9 +189,24 @@ std::optional<double> test_only_start(State& st, const JobRecord& j, const sched
   return std::max(it->second, j.begin_time.value_or(0));
 }
 
+Daemon::Daemon() = default;
+Daemon::~Daemon() = default;
+
 State& Daemon::state() {
   if (!state_) state_ = std::make_unique<State>(state_path(home));
   return *state_;
+}
+
+ResizeServer& Daemon::resizer() {
+  if (!resize_) {
+    resize::Options o;
+    o.timeout = cfg.resize_timeout;
+    o.backoff = cfg.resize_backoff;
+    o.restart_timeout = cfg.resize_restart_timeout;
+    resize_ = std::make_unique<ResizeServer>(o, [](const std::string& m) { log(m); });
+    resize_->load(state(), now_seconds());
+  }
+  return *resize_;
 }
 
 int Daemon::pass() {
@@ -213,9 +231,12 @@ int Daemon::pass() {
     }
   }
   double now = now_seconds();
+  ResizeServer& rz = resizer();
+  rz.tick(st, now);  // orders past their deadline are rolled back; ended jobs forgotten
   std::vector<int64_t> node_ids;
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
+  rz.annotate(snap, now);
   if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
     std::vector<std::pair<int64_t, std::string>> changed;
     for (auto& j : st.jobs({kPending})) {
@@ -227,23 +248,36 @@ int Daemon::pass() {
         for (auto& [id, why] : changed) st.set_reason(id, why);
       });
   }
-  if (snap.waiting.empty()) return 0;
+  const bool malleable = sched::is_malleable_policy(cfg.policy.policy);
+  if (snap.waiting.empty() && !malleable) return 0;
   auto d = sched::decide(snap, cfg.policy);
+  // Orders first (shrinks, then expands). A start that needs nodes a shrink
+  // releases waits for a later pass: those nodes stay the shrinking job's
+  // until it commits (the simulator releases them at once).
+  std::vector<int> busy = rz.issue(st, d, snap, now);
+  std::sort(busy.begin(), busy.end());
   int started = 0;
+  std::map<int64_t, uint32_t> uid_of;
+  for (auto& j : st.jobs({kPending})) uid_of[j.id] = static_cast<uint32_t>(j.uid);
   for (auto& s : d.starts) {
+    if (std::any_of(s.nodes.begin(), s.nodes.end(), [&](int i) { return std::binary_search(busy.begin(), busy.end(), i); }))
+      continue;
     std::vector<int64_t> ids;
-    for (int i : s.nodes) ids.push_back(node_ids.at(i));
+    std::vector<std::string> names;
+    for (int i : s.nodes) ids.push_back(node_ids.at(i)), names.push_back(snap.nodes.at(i).name);
     launch::StepConfig sc{home, s.job, cfg.launcher, cfg.kill_wait};
     auto sp = launch::spawn_supervisor(stepd_path, sc);
     bool ok = false;
+    const std::string secret = resize::new_secret();
     try {
-      ok = st.start_job(s.job, ids, sp.pid, now_seconds());
+      ok = st.start_job(s.job, ids, sp.pid, now_seconds(), [&] { resize::admit(st, s.job, secret); });
     } catch (const std::exception& e) {
       log("job " + std::to_string(s.job) + ": start failed: " + e.what());
     }
     launch::release(sp);  // the supervisor runs the job only if the start committed
     if (ok) {
       ++started;
+      rz.admit(s.job, uid_of.count(s.job) ? uid_of[s.job] : static_cast<uint32_t>(::getuid()), secret, names);
       log("job " + std::to_string(s.job) + " started on " + std::to_string(ids.size()) + " node(s)");
     }
   }
@@ -262,6 +296,53 @@ int Daemon::pass() {
     });
   }
   return started;
+}
+
+bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
+  std::string op = m.is_object() && m.contains("op") && m["op"].is_string() ? m["op"].get<std::string>() : "";
+  if (op == "ping") {
+    proto::send_frame(c, {{"ok", true},
+                          {"pid", ::getpid()},
+                          {"policy", sched::to_string(cfg.policy.policy)},
+                          {"launcher", cfg.launcher},
+                          {"tick", cfg.tick}});
+    return false;
+  }
+  if (op == "mj_hello") {  // a job's process: the connection stays open
+    resizer().adopt(state(), c, m, now_seconds());
+    wake = true;
+    return true;
+  }
+  if (op == "resize") {  // mjcontrol resize JOBID --nodes N
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+      proto::send_frame(c, {{"error", "cannot identify the peer"}});
+      return false;
+    }
+    auto num = [&](const char* k) -> std::optional<int64_t> {
+      if (!m.contains(k) || !m[k].is_number_integer()) return std::nullopt;
+      return m[k].get<int64_t>();
+    };
+    auto job = num("job");
+    auto target = num("nodes");
+    if (!job || *job < 1 || !target || *target < 1 || *target > 1000000) {
+      proto::send_frame(c, {{"error", "resize needs a job id and a node count in [1, 1000000]"}});
+      return false;
+    }
+    double now = now_seconds();
+    std::vector<int64_t> node_ids;
+    auto snap = build_snapshot(state(), now, node_ids);
+    resizer().annotate(snap, now);
+    std::string why;
+    auto id = resizer().admin_resize(state(), static_cast<uint32_t>(cr.uid), *job, static_cast<int>(*target), snap,
+                                     now, &why);
+    if (id) proto::send_frame(c, {{"ok", true}, {"order", *id}});
+    else proto::send_frame(c, {{"error", why}});
+    return false;
+  }
+  wake = true;
+  return false;
 }
 
 namespace {
@@ -288,7 +369,11 @@ int Daemon::run() {
     std::ofstream pf(home + "/mjsched.pid");
     pf << ::getpid() << "\n";
   }
-  State(state_path(home), true);  // create / migrate
+  {
+    State fresh(state_path(home), true);  // create / migrate
+    resize::migrate(fresh);
+  }
+  resizer();  // rebuild the resize book; roll back orders a previous scheduler left
   int lfd = proto::listen_unix(sched_socket(home));
 
   ::signal(SIGCHLD, SIG_IGN);  // supervisors are reaped automatically
@@ -317,9 +402,19 @@ int Daemon::run() {
       wake = false;
       next_tick = now_seconds() + cfg.tick;
     }
-    pollfd p[2] = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    std::vector<pollfd> p = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
+    for (int fd : resizer().fds()) p.push_back({fd, POLLIN, 0});
     int timeout = std::max(1, static_cast<int>((next_tick - now_seconds()) * 1000));
-    if (::poll(p, 2, timeout) < 0) continue;
+    if (::poll(p.data(), p.size(), timeout) < 0) continue;
+    for (size_t k = 2; k < p.size(); ++k) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      try {
+        resizer().on_readable(state(), p[k].fd, now_seconds());
+      } catch (const std::exception& e) {
+        log(std::string("job connection: ") + e.what());
+      }
+      wake = true;  // a commit or registration changes what the policy sees
+    }
     if (p[1].revents & POLLIN) {
       signalfd_siginfo si;
       (void)!::read(sfd, &si, sizeof si);
@@ -333,21 +428,14 @@ int Daemon::run() {
         if (::poll(&q, 1, 0) <= 0) break;
         int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
         if (c < 0) break;
+        bool kept = false;
         try {
           auto m = proto::recv_frame(c, 500);
-          if (m && m->value("op", "") == "ping") {
-            proto::send_frame(c, {{"ok", true},
-                                  {"pid", ::getpid()},
-                                  {"policy", sched::to_string(cfg.policy.policy)},
-                                  {"launcher", cfg.launcher},
-                                  {"tick", cfg.tick}});
-          } else if (m) {
-            wake = true;
-          }
+          if (m) kept = serve_request(c, *m, wake);
         } catch (const std::exception& e) {
           log(std::string("bad message: ") + e.what());
         }
-        ::close(c);
+        if (!kept) ::close(c);
       }
     }
   }

@@ -330,7 +330,8 @@ std::vector<JobRecord> State::jobs(const std::vector<std::string>& states) {
   return out;
 }
 
-bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now) {
+bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now,
+                      const std::function<void()>& also) {
   bool ok = false;
   struct NotIdle {};  // rolls the transaction back; start_job then returns false
   try {
@@ -353,6 +354,7 @@ bool State::start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t 
     Stmt al(db_, "INSERT INTO allocations(job_id,nodelist,num_nodes,start_time) VALUES(?,?,?,?)");
     al.bind(1, id).bind(2, nl).bind(3, static_cast<int64_t>(names.size())).bind(4, now).run();
     event(now, id, "start", nl);
+    if (also) also();
     ok = true;
   });
   } catch (const NotIdle&) {

@@ -18,6 +18,10 @@ struct Config {
   double tick = 1.0;              ///< scheduler.tick: seconds between passes (Alg. 1)
   double kill_wait = 5.0;         ///< scheduler.kill_wait: seconds from SIGTERM to SIGKILL
   std::string launcher = "local"; ///< launcher.type: local | srun
+  /// scheduler.resize: the live resize protocol (mjsched(8), issue 8)
+  double resize_timeout = 30;          ///< seconds an order may stay unacknowledged
+  double resize_backoff = 120;         ///< seconds without orders for a job after a rollback
+  double resize_restart_timeout = 600; ///< seconds a restart-based resize may take after adapt-begin
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

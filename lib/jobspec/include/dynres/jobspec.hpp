@@ -30,6 +30,7 @@ struct JobSpec {
   std::optional<std::string> output, error, chdir;
   std::optional<double> min_power, max_power;       ///< watts per node
   bool rigid = false;
+  bool malleable = false;          ///< --malleable: may grow and shrink while running (mj(3))
   std::optional<bool> export_env;  ///< --export=ALL (true, the default) | NONE
   std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
   bool hold = false;               ///< --hold: submitted held (mjcontrol release)
@@ -129,8 +130,10 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 /// [min, max], more nodes than the cluster has, a node constraint with no
 /// admissible size in [min, max], --rigid with a node range, negative power,
 /// min power > max power.
-/// Kinds: a node range (--min-nodes/--max-nodes or -N a-b) makes the job
-/// moldable; --rigid or no range makes it rigid.
+/// Kinds: --malleable makes the job malleable (range --min-nodes..--max-nodes,
+/// default 1..cluster; seed 000 Listing 4.1); otherwise a node range
+/// (--min-nodes/--max-nodes or -N a-b) makes it moldable; --rigid or no
+/// range makes it rigid (--rigid with --malleable is refused).
 ///
 /// Tasks (sbatch): with P = cpus_per_node CPUs per node and C =
 /// --cpus-per-task (default 1), a node runs T = --ntasks-per-node tasks

@@ -56,6 +56,29 @@ void send_frame(int fd, const json& body);
 /// or timeout, or an I/O error.
 std::optional<json> recv_frame(int fd, int timeout_ms = -1);
 
+/// Incremental reader of frames for a connection served from a poll() loop
+/// (the scheduler's job connections): fill() takes what one recv() returns
+/// without blocking, next() hands out complete frames. A peer sending half a
+/// frame never stalls the caller. Bodies longer than max_body are refused
+/// from the announced length, before anything is allocated for them.
+class FrameReader {
+ public:
+  explicit FrameReader(std::size_t max_body = kMaxFrame) : max_(max_body) {}
+  /// One non-blocking recv() from fd into the buffer. False on orderly close
+  /// (or an I/O error other than EAGAIN/EINTR); true otherwise.
+  bool fill(int fd);
+  /// The next complete frame, or std::nullopt when more bytes are needed.
+  /// Throws ProtoError for an oversized or malformed frame (the connection
+  /// is then out of step and should be closed).
+  std::optional<json> next();
+  /// Bytes buffered but not yet returned as frames.
+  std::size_t pending() const { return buf_.size(); }
+
+ private:
+  std::size_t max_;
+  std::string buf_;
+};
+
 /// Fire-and-forget to a Unix socket path: connect (at most timeout_ms), send,
 /// close. False when nobody listens or the send fails; never throws.
 bool notify(const std::string& path, const json& body, int timeout_ms = 300);

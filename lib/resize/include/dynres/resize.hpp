@@ -15,6 +15,7 @@
 // Times are seconds on the caller's clock.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ struct Result {
 struct Options {
   double timeout = 30;   ///< seconds an order may stay uncommitted
   double backoff = 120;  ///< seconds without new orders after a rollback
+  /// seconds a restart-based resize (checkpoint, exit, relaunch, restore)
+  /// may take from its adapt-begin to its commit
+  double restart_timeout = 600;
 };
 
 /// What the commit of an order changes (the daemon applies it in one
@@ -84,6 +88,9 @@ class Book {
   void admit(int64_t job, uint32_t uid, std::string secret, std::vector<std::string> nodes);
   /// The job ended: forget it and any outstanding order.
   void forget(int64_t job);
+
+  /// Is p the job it claims (known job, owner's uid, right secret)?
+  Result authenticate(const Peer& p) const;
 
   /// The job's process registers as malleable. Refused for an unknown job, a
   /// uid other than the job's owner, a wrong secret, and after deregistration
@@ -108,6 +115,23 @@ class Book {
   /// the deadline (left for expire() to roll back and report), bad `released`.
   Result commit(const Peer& p, uint64_t order_id, std::vector<std::string> released, double now,
                 Commit* out = nullptr);
+
+  /// The job opened the adaptation window of its outstanding order
+  /// (adapt-begin). With restart (a restart-based resize) the deadline moves
+  /// to now + restart_timeout when that is later. Refused like commit().
+  Result begin(const Peer& p, uint64_t order_id, bool restart, double now, Order* out = nullptr);
+
+  /// Roll back job's outstanding order now (the scheduler gives up on it,
+  /// e.g. the nodes it adds went down); the job gets a back-off. Returns the
+  /// order, or std::nullopt when none was outstanding.
+  std::optional<Order> rollback(int64_t job, double now);
+
+  /// Rebuilding the book from the state file after a scheduler restart:
+  /// set a known job's phase (rigid, accepting or closed; orders are never
+  /// restored: they were rolled back) and the next order id (one above the
+  /// highest ever recorded).
+  void restore(int64_t job, Phase p);
+  void set_next_id(uint64_t id) { next_id_ = std::max(next_id_, id); }
 
   /// Roll back every order whose deadline has passed; each rolled-back job
   /// gets a back-off. Returns the rolled-back orders (their added nodes must

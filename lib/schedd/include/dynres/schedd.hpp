@@ -13,10 +13,13 @@
 #include <string>
 
 #include "dynres/config.hpp"
+#include "dynres/proto.hpp"
 #include "dynres/sched.hpp"
 #include "dynres/state.hpp"
 
 namespace dynres::schedd {
+
+class ResizeServer;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -61,12 +64,23 @@ struct Daemon {
   /// Jobs keep running when the daemon stops. Returns an exit status.
   int run();
 
-  /// One scheduling pass (Alg. 1 lines 2-4); returns jobs started.
+  /// One scheduling pass (Alg. 1 lines 2-4); returns jobs started. With a
+  /// malleable policy the pass also sends the decision's shrink and expand
+  /// orders to the running jobs over the resize protocol (mjsched(8)).
   int pass();
+
+  Daemon();
+  ~Daemon();
 
  private:
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
+  std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol (issue 8)
   State& state();
+  ResizeServer& resizer();
+  /// A one-shot request on the scheduler socket from peer uid (after the
+  /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
+  /// connection was handed over (a job's mj_hello) and must stay open.
+  bool serve_request(int fd, const proto::json& m, bool& wake);
 };
 
 }  // namespace dynres::schedd

@@ -8,6 +8,7 @@
 // -1 = unlimited.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -124,8 +125,11 @@ class State {
   /// Start a PENDING job on nodes (ids of idle, up nodes), recording the
   /// supervisor pid: job RUNNING, allocation opened, nodes taken, event.
   /// Returns false (and changes nothing) when the job is no longer PENDING or
-  /// a node is no longer idle.
-  bool start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now);
+  /// a node is no longer idle. `also`, when given, runs inside the same
+  /// transaction after the start (e.g. the resize module's per-job record);
+  /// an exception from it rolls the whole start back and propagates.
+  bool start_job(int64_t id, const std::vector<int64_t>& node_ids, int64_t supervisor_pid, double now,
+                 const std::function<void()>& also = {});
 
   /// Record the end of a RUNNING job: final state, exit code, reason, end
   /// time; closes its allocation and frees its nodes. Returns false when the

@@ -5,7 +5,8 @@
  * Usage:
  *   mpiexec -n 4 heat [--nx 256] [--ny 256] [--iters 1000] [--ckpt-every 100]
  *                     [--app heat] [--config icheck.yaml] [--no-icheck]
- *                     [--fault-at N] [--no-persist] [--print-every N] [-q]
+ *                     [--fault-at N] [--stop-at N] [--no-persist] [--print-every N]
+ *                     [--hand-redist FILE] [-q]
  *   heat --nx 64 --ny 64 --iters 50 --no-icheck      (one plain process)
  *
  * The global grid has NY rows and NX columns (cells), boundaries included:
@@ -19,17 +20,25 @@
  * the result is bit-identical for any rank count.
  *
  * Checkpointing (unless --no-icheck or built with -DNO_ICHECK): icheck_init
- * with the application name (--app, default "heat"), then two labels:
+ * with the application name (--app, default "heat"), then two objects with
+ * their redistribution roles (seed 000 §7.4.1):
  *   "grid"       this rank's rows of the global grid (lrows * NX doubles,
- *                no ghost rows), i.e. a BLOCK distribution of the row-major
- *                global array of shape {NY, NX} starting at element r0 * NX —
- *                exactly what icredist needs for N -> M redistribution once
- *                the API carries layouts (icheck_add_adapt_global, §7.4.1.2);
- *   "iteration"  the number of completed iterations (int).
+ *                no ghost rows): icheck_add_adapt_global, ICHECK_BLOCK of the
+ *                NY * NX row-major array in units of NX cells (whole rows),
+ *                which is exactly heat's row split;
+ *   "iteration"  the number of completed iterations (int, ICHECK_CONSTANT).
  * A commit happens after every K-th completed iteration (--ckpt-every K,
  * 0 = never). If icheck_init reports RESTART, icheck_restart_all() restores
- * both labels and the run continues after the stored iteration; a restart
- * needs the same rank count and grid size. --fault-at N kills the process
+ * both and the run continues after the stored iteration — on any process
+ * count: a checkpoint of N ranks restarted on M != N ranks is redistributed
+ * by iCheck (each rank gets its new rows; the grid size must be the same).
+ * This is how a malleable heat job resizes (seed 000 §7.4.4): --stop-at N
+ * commits after iteration N, finalizes (flushing the checkpoint to the second
+ * level) and exits 0 ("heat: stopped iteration=N"), and the relaunch on the
+ * new process count continues. --hand-redist FILE replaces iCheck by the
+ * hand-written alternative (MPI-IO: every rank writes/reads its rows at
+ * their global offset in FILE, the iteration in a header) for comparison
+ * (seed 000 Table 9.4). --fault-at N kills the process
  * (SIGKILL) after iteration N of a run that was not itself restarted, to
  * exercise restart. icheck_finalize(IC_PERSIST) ends the run (--no-persist:
  * flags 0). Note that a persisted checkpoint makes the next run of the same
@@ -131,8 +140,8 @@ static long parse_long(const char* s, const char* name, long min) {
 static void usage(FILE* f) {
   fprintf(f,
           "usage: heat [--nx N] [--ny N] [--iters N] [--ckpt-every K] [--app NAME]\n"
-          "            [--config PATH] [--no-icheck] [--fault-at N] [--no-persist]\n"
-          "            [--print-every N] [--mpi|--no-mpi] [-q]\n"
+          "            [--config PATH] [--no-icheck] [--fault-at N] [--stop-at N] [--no-persist]\n"
+          "            [--print-every N] [--hand-redist FILE] [--mpi|--no-mpi] [-q]\n"
           "2-D Jacobi heat simulation (seed 000 §2.2.2.2) with iCheck checkpoints.\n");
 }
 
@@ -141,19 +150,43 @@ static void check_ic(int rc, const char* what) {
   if (rc == ICHECK_OK) return;
   fprintf(stderr, "heat: rank %d: %s failed: %s (%d)\n", P.rank, what, icheck_strerror(rc), rc);
   if (rc == ICHECK_EMISMATCH)
-    fprintf(stderr, "heat: the checkpoint was taken with another grid size or rank count "
-                    "(redistribute it with icredist, or use another --app)\n");
+    fprintf(stderr, "heat: the checkpoint was taken with another grid size (use another --app)\n");
   die(1);
 }
 #endif
 
+#ifdef HEAT_HAVE_MPI
+/* Hand-written redistribution for comparison with iCheck (seed 000 Table
+ * 9.4), the shortest one for block rows: MPI-IO, every rank writes/reads its
+ * rows at their global offset, rank 0 the iteration in a header. Counted by
+ * the lines between the HAND-REDIST markers (t/integration/heat_redist.sh). */
+/* HAND-REDIST BEGIN */
+static void hand_save(const char* f, const double* rows, long r0, long lrows, long nx, int iter) {
+  MPI_File fh;
+  if (MPI_File_open(MPI_COMM_WORLD, f, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh)) die(1);
+  if (P.rank == 0) MPI_File_write_at(fh, 0, &iter, 1, MPI_INT, MPI_STATUS_IGNORE);
+  MPI_File_write_at_all(fh, 8 + r0 * nx * 8, rows, (int)(lrows * nx), MPI_DOUBLE, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+}
+static int hand_load(const char* f, double* rows, long r0, long lrows, long nx, int* iter) {
+  MPI_File fh;
+  if (MPI_File_open(MPI_COMM_WORLD, f, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh)) return 0;
+  MPI_File_read_at_all(fh, 0, iter, 1, MPI_INT, MPI_STATUS_IGNORE);
+  MPI_File_read_at_all(fh, 8 + r0 * nx * 8, rows, (int)(lrows * nx), MPI_DOUBLE, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+  return 1;
+}
+/* HAND-REDIST END */
+#endif
+
 int main(int argc, char** argv) {
-  long nx = 256, ny = 256, iters = 1000, ckpt_every = 100, fault_at = 0, print_every = 0;
+  long nx = 256, ny = 256, iters = 1000, ckpt_every = 100, fault_at = 0, print_every = 0, stop_at = 0;
   const char* app = "heat";
+  const char* hand = NULL;
   const char* config = NULL;
   int use_icheck = 1, persist = 1, quiet = 0, force_mpi = 0, no_mpi = 0;
   enum { O_NX = 1000, O_NY, O_ITERS, O_CKPT, O_APP, O_CONFIG, O_NOICHECK, O_FAULT, O_NOPERSIST,
-         O_PRINT, O_MPI, O_NOMPI };
+         O_PRINT, O_MPI, O_NOMPI, O_STOP, O_HAND };
   static const struct option opts[] = {
       {"nx", required_argument, 0, O_NX},           {"ny", required_argument, 0, O_NY},
       {"iters", required_argument, 0, O_ITERS},     {"ckpt-every", required_argument, 0, O_CKPT},
@@ -161,6 +194,7 @@ int main(int argc, char** argv) {
       {"no-icheck", no_argument, 0, O_NOICHECK},    {"fault-at", required_argument, 0, O_FAULT},
       {"no-persist", no_argument, 0, O_NOPERSIST},  {"print-every", required_argument, 0, O_PRINT},
       {"mpi", no_argument, 0, O_MPI},               {"no-mpi", no_argument, 0, O_NOMPI},
+      {"stop-at", required_argument, 0, O_STOP},    {"hand-redist", required_argument, 0, O_HAND},
       {"quiet", no_argument, 0, 'q'},               {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int c;
@@ -178,6 +212,8 @@ int main(int argc, char** argv) {
       case O_PRINT: print_every = parse_long(optarg, "print-every", 0); break;
       case O_MPI: force_mpi = 1; break;
       case O_NOMPI: no_mpi = 1; break;
+      case O_STOP: stop_at = parse_long(optarg, "stop-at", 1); break;
+      case O_HAND: hand = optarg; break;
       case 'q': quiet = 1; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -244,6 +280,19 @@ int main(int argc, char** argv) {
   int iter_done = 0; /* completed iterations: label "iteration" */
   int restarted = 0;
   (void)persist;
+#ifdef HEAT_HAVE_MPI
+  if (hand && !P.mpi) {
+    fprintf(stderr, "heat: --hand-redist needs MPI\n");
+    die(2);
+  }
+  if (hand) use_icheck = 0;
+  if (hand && hand_load(hand, u + nx, r0, lrows, nx, &iter_done)) restarted = 1;
+#else
+  if (hand) {
+    fprintf(stderr, "heat: built without MPI: no --hand-redist\n");
+    return 2;
+  }
+#endif
 #ifndef NO_ICHECK
   if (use_icheck) {
     int status = ICHECK_STATUS_NEW;
@@ -253,9 +302,9 @@ int main(int argc, char** argv) {
     if (P.mpi) comm = ICHECK_COMM(world);
 #endif
     check_ic(icheck_init(config, app, comm, &status), "icheck_init");
-    /* interior rows only: contiguous, BLOCK layout {NY, NX} at r0 * NX */
-    check_ic(icheck_add("grid", u + nx, (size_t)lrows * (size_t)nx, ICHECK_DOUBLE), "icheck_add(grid)");
-    check_ic(icheck_add("iteration", &iter_done, 1, ICHECK_INT), "icheck_add(iteration)");
+    /* interior rows only: BLOCK of whole rows (units of NX cells) of NY * NX */
+    check_ic(icheck_add_adapt_global("grid", u + nx, ICHECK_DOUBLE, (size_t)ny * nx, ICHECK_BLOCK, (size_t)nx), "add grid");
+    check_ic(icheck_add_adapt("iteration", &iter_done, 1, ICHECK_INT, ICHECK_CONSTANT), "add iteration");
     if (!quiet && P.rank == 0)
       printf("heat: icheck mode=%s status=%s\n", icheck_mode(),
              status == ICHECK_STATUS_RESTART ? "restart" : "new");
@@ -269,8 +318,8 @@ int main(int argc, char** argv) {
       }
       restarted = 1;
       if (!quiet && P.rank == 0)
-        printf("heat: restart version=%" PRId64 " iteration=%d seconds=%.6f\n", icheck_version(),
-               iter_done, dt);
+        printf("heat: restart version=%" PRId64 " iteration=%d seconds=%.6f from_ranks=%d ranks=%d\n",
+               icheck_version(), iter_done, dt, icheck_restart_size(), P.size);
     }
   }
 #endif
@@ -324,6 +373,15 @@ int main(int argc, char** argv) {
                icheck_mode());
     }
 #endif
+#ifdef HEAT_HAVE_MPI
+    if (hand && (iter_done == stop_at || (ckpt_every > 0 && iter_done % ckpt_every == 0)))
+      hand_save(hand, u + nx, r0, lrows, nx, iter_done);
+#endif
+#ifndef NO_ICHECK
+    if (use_icheck && iter_done == stop_at && !(ckpt_every > 0 && iter_done % ckpt_every == 0))
+      check_ic(icheck_commit(), "icheck_commit");
+#endif
+    if (iter_done == stop_at) break;
     if (fault_at > 0 && !restarted && iter_done == fault_at) {
       if (P.rank == 0) printf("heat: fault injected after iteration %d: SIGKILL\n", iter_done);
       fflush(stdout);
@@ -350,8 +408,18 @@ int main(int argc, char** argv) {
   total = mix64(total ^ mix64(((uint64_t)nx << 32) ^ (uint64_t)ny));
 
 #ifndef NO_ICHECK
-  if (use_icheck) check_ic(icheck_finalize(persist ? IC_PERSIST : 0), "icheck_finalize");
+  /* stopping for a relaunch on another process count: flush to the second level */
+  if (use_icheck) check_ic(icheck_finalize(persist && iter_done != stop_at ? IC_PERSIST : 0), "icheck_finalize");
 #endif
+  if (stop_at > 0 && iter_done == stop_at) {
+    if (P.rank == 0) printf("heat: stopped iteration=%d ranks=%d\n", iter_done, P.size);
+    free(u);
+    free(un);
+#ifdef HEAT_HAVE_MPI
+    if (P.mpi) MPI_Finalize();
+#endif
+    return 0;
+  }
   if (P.rank == 0) {
     if (!quiet) printf("heat: done seconds=%.3f restarted=%d\n", elapsed, restarted);
     printf("heat: checksum=%016" PRIx64 " iterations=%d\n", total, iter_done);

@@ -46,6 +46,12 @@
  *   iter_passes    update passes per iteration (more work per iteration); 1
  *   cp_async       icheck_enable_asynchronous(1) (§6.1.3.3); default false
  *   persist        icheck_finalize(IC_PERSIST) (Listing 6.1) or 0; true
+ *   cp_global      elements of ONE global array block-distributed over the
+ *                  ranks (seed 000 §7.4.1.2) instead of cp_size per process;
+ *                  values depend on the global index only, so the checksum is
+ *                  the same for every rank count, and a checkpoint restarts
+ *                  on another rank count (icheck_add_adapt_global, BLOCK;
+ *                  "iteration" is ICHECK_CONSTANT); 0 = off (default)
  *
  * MPI: MPI_Init is called when the process was started by a launcher
  * (PMI_RANK / PMI_SIZE / PMIX_RANK / OMPI_COMM_WORLD_SIZE in the
@@ -117,6 +123,7 @@ struct Config {
   unsigned iter_passes = 1;
   bool cp_async = false;
   bool persist = true;
+  std::uint64_t cp_global = 0;  // elements of one BLOCK-distributed global array; 0 = off
 };
 
 struct ConfigError : std::runtime_error {
@@ -210,7 +217,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
   static const std::set<std::string> known{
       "cp_size",     "cp_type",      "cp_interval", "cp_count",   "cp_mpiio",
       "enable_ichk", "enable_icheck", "fault_inject", "probe_interval", "is_invasive",
-      "app_name",    "icheck_config", "mpiio_file", "iter_passes", "cp_async", "persist"};
+      "app_name",    "icheck_config", "mpiio_file", "iter_passes", "cp_async", "persist",
+      "cp_global"};
   Config c;
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string k = it->first.as<std::string>();
@@ -239,6 +247,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
     else if (k == "iter_passes") c.iter_passes = static_cast<unsigned>(parse_u64(v, k));
     else if (k == "cp_async") c.cp_async = parse_bool(v, k);
     else if (k == "persist") c.persist = parse_bool(v, k);
+    else if (k == "cp_global") c.cp_global = parse_u64(v, k);
   }
   const std::size_t es = type_size(c.cp_type);
   if (!c.cp_size_bytes.empty()) {
@@ -329,24 +338,27 @@ std::uint64_t hash_bytes(const unsigned char* p, std::size_t n) {
 }
 
 /// Deterministic initial values, different per rank.
-void init_data(const std::string& t, void* d, std::uint64_t n, int rank) {
+/// base: global index of element 0 (cp_global mode; rank is then 0).
+void init_data(const std::string& t, void* d, std::uint64_t n, int rank, std::uint64_t base = 0) {
   if (t == "float") {
     auto* f = static_cast<float*>(d);
-    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<float>((i * 7 + rank) % 1000) * 0.01f;
+    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<float>(((base + i) * 7 + rank) % 1000) * 0.01f;
   } else if (t == "double") {
     auto* f = static_cast<double*>(d);
-    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<double>((i * 7 + rank) % 1000) * 0.01;
+    for (std::uint64_t i = 0; i < n; ++i) f[i] = static_cast<double>(((base + i) * 7 + rank) % 1000) * 0.01;
   } else if (t == "int") {
     auto* u = static_cast<std::uint32_t*>(d);
-    for (std::uint64_t i = 0; i < n; ++i) u[i] = static_cast<std::uint32_t>(i * 2654435761u + rank);
+    for (std::uint64_t i = 0; i < n; ++i) u[i] = static_cast<std::uint32_t>((base + i) * 2654435761u + rank);
   } else {
     auto* b = static_cast<unsigned char*>(d);
-    for (std::uint64_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>(i * 13 + rank);
+    for (std::uint64_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>((base + i) * 13 + rank);
   }
 }
 
 /// One iteration's deterministic update data[i] = f(data[i], it, i).
-void compute(const std::string& t, void* d, std::uint64_t n, std::uint64_t it, unsigned passes) {
+/// base: global index of element 0 (cp_global mode), else 0.
+void compute(const std::string& t, void* d, std::uint64_t n, std::uint64_t it, unsigned passes, std::uint64_t base = 0) {
+  it += base;  // every formula below uses it + i: global index base + i
   for (unsigned p = 0; p < passes; ++p) {
     if (t == "float") {
       auto* f = static_cast<float*>(d);
@@ -493,10 +505,14 @@ int main(int argc, char** argv) {
                          "benchmark (seed 000 §8.2.3.1)\n");
 
   const std::size_t es = type_size(c.cp_type);
-  const std::uint64_t bytes = c.cp_size * es;
-  std::vector<double> storage((bytes + 7) / 8);  // 8-byte aligned for every type
+  // cp_global: this rank's BLOCK of the global array (first G % size ranks one more)
+  const std::uint64_t R = std::uint64_t(par.rank), S = std::uint64_t(par.size), G = c.cp_global;
+  const std::uint64_t n_local = G ? G / S + (R < G % S ? 1 : 0) : c.cp_size;
+  const std::uint64_t g0 = G ? R * (G / S) + std::min(R, G % S) : 0;
+  const std::uint64_t bytes = n_local * es;
+  std::vector<double> storage((bytes + 7) / 8 + 1);  // 8-byte aligned for every type, never empty
   void* data = storage.data();
-  init_data(c.cp_type, data, c.cp_size, par.rank);
+  init_data(c.cp_type, data, n_local, G ? 0 : par.rank, g0);
   int iter_done = 0;  // completed iterations; checkpointed as label "iteration"
   bool restarted = false;
 
@@ -504,7 +520,7 @@ int main(int argc, char** argv) {
     std::printf("synth: ranks=%d cp_size=%" PRIu64 " cp_type=%s bytes_per_rank=%" PRIu64
                 " cp_interval=%s cp_count=%" PRIu64 " cp_mpiio=%d enable_ichk=%d fault_inject=%s "
                 "probe_interval=%s\n",
-                par.size, c.cp_size, c.cp_type.c_str(), bytes, c.cp_interval.str().c_str(),
+                par.size, n_local, c.cp_type.c_str(), bytes, c.cp_interval.str().c_str(),
                 c.cp_count, c.cp_mpiio ? 1 : 0, c.enable_ichk ? 1 : 0,
                 c.fault_inject.str().c_str(), c.probe_interval.str().c_str());
 
@@ -520,8 +536,13 @@ int main(int argc, char** argv) {
     check_ic(par, icheck_init(c.icheck_config.empty() ? nullptr : c.icheck_config.c_str(),
                               c.app_name.c_str(), comm, &status),
              "icheck_init");
-    check_ic(par, icheck_add("array", data, c.cp_size, ichk_type(c.cp_type)), "icheck_add(array)");
-    check_ic(par, icheck_add("iteration", &iter_done, 1, ICHECK_INT), "icheck_add(iteration)");
+    if (G) {  // one global array: restartable on any rank count (seed 000 §7.4.1)
+      check_ic(par, icheck_add_adapt_global("array", data, ichk_type(c.cp_type), G, ICHECK_BLOCK, size_t(1)), "add array");
+      check_ic(par, icheck_add_adapt("iteration", &iter_done, 1, ICHECK_INT, ICHECK_CONSTANT), "add iteration");
+    } else {
+      check_ic(par, icheck_add("array", data, c.cp_size, ichk_type(c.cp_type)), "icheck_add(array)");
+      check_ic(par, icheck_add("iteration", &iter_done, 1, ICHECK_INT), "icheck_add(iteration)");
+    }
     if (say)
       std::printf("synth: icheck_init mode=%s status=%s seconds=%.6f\n", icheck_mode(),
                   status == ICHECK_STATUS_RESTART ? "restart" : "new", now_s() - t0);
@@ -531,8 +552,8 @@ int main(int argc, char** argv) {
       const double dt = max_over_ranks(par, now_s() - t1);
       restarted = true;
       if (say)
-        std::printf("synth: restart version=%" PRId64 " iteration=%d seconds=%.6f\n",
-                    icheck_version(), iter_done, dt);
+        std::printf("synth: restart version=%" PRId64 " iteration=%d seconds=%.6f from_ranks=%d ranks=%d\n",
+                    icheck_version(), iter_done, dt, icheck_restart_size(), par.size);
       if (iter_done < 0 || static_cast<std::uint64_t>(iter_done) > c.cp_count) {
         std::fprintf(stderr, "synth: restored iteration %d outside 0..%" PRIu64 "\n", iter_done,
                      c.cp_count);
@@ -568,7 +589,7 @@ int main(int argc, char** argv) {
       async_pending = false;
     }
 #endif
-    compute(c.cp_type, data, c.cp_size, it, c.iter_passes);
+    compute(c.cp_type, data, n_local, it, c.iter_passes, g0);
     iter_done = static_cast<int>(it + 1);
 
     int flags = 0;
@@ -642,6 +663,14 @@ int main(int argc, char** argv) {
 
   // checksum over all ranks' data, combined in rank order
   std::uint64_t h = hash_bytes(static_cast<const unsigned char*>(data), bytes);
+  if (G) {  // cp_global: sum over global elements, independent of the rank count
+    h = 0;
+    for (std::uint64_t i = 0; i < n_local; ++i) {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, static_cast<const char*>(data) + i * es, es);
+      h += mix64(mix64(g0 + i) ^ bits);
+    }
+  }
   std::vector<std::uint64_t> all(static_cast<std::size_t>(par.size), h);
 #ifdef SYNTH_HAVE_MPI
   if (par.mpi)
@@ -649,6 +678,11 @@ int main(int argc, char** argv) {
 #endif
   std::uint64_t total = mix64(static_cast<std::uint64_t>(par.size));
   for (auto x : all) total = mix64(total ^ x);
+  if (G) {
+    total = 0;
+    for (auto x : all) total += x;
+    total = mix64(total ^ G);
+  }
 
 #ifndef NO_ICHECK
   if (c.enable_ichk) check_ic(par, icheck_finalize(c.persist ? IC_PERSIST : 0), "icheck_finalize");

@@ -27,6 +27,19 @@
 namespace dynres::icheck {
 
 class ClientImpl;
+class Comm;
+
+/// What the data redistribution (lib/icheck/src/adapt.cpp, seed 000 §7.4.1)
+/// needs to know about the restart a Client would do.
+struct RestartView {
+  bool inited = false;
+  Comm* comm = nullptr;      ///< the client's communicator (collectives)
+  int64_t restart_v = 0;     ///< newest restorable version, 0 = none
+  std::string restart_src;   ///< "agents" or "pfs"
+  std::string pfs_root, app;
+  uint32_t uid = 0;
+  int agent_nranks = 0;      ///< process count that committed restart_v, as this rank's agent recorded it (0 = unknown)
+};
 
 class Client {
  public:
@@ -49,6 +62,13 @@ class Client {
   /// Text of the last failure the library handled (e.g. an agent's refusal
   /// that made a commit fall back to the second level); "" when none.
   const char* last_error() const;
+  /// For adapt.cpp: see RestartView.
+  RestartView restart_view();
+  /// Collective: every rank linked to an agent asks it to flush its versions
+  /// to the second level. true when every flush succeeded.
+  bool flush_agents();
+  /// Record a failure text for last_error().
+  void set_error(const std::string& e);
 
  private:
   std::unique_ptr<ClientImpl> impl_;

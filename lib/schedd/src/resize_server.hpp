@@ -1,0 +1,115 @@
+// mjsched's end of the live resize protocol (issue 8; mjsched(8) "RESIZE
+// PROTOCOL"): the connections of running jobs' processes (libmj, mj(3)), the
+// book of orders (dynres/resize.hpp) and their records in the state file
+// (dynres/resize_store.hpp). Single-threaded: the daemon's poll loop calls
+// it; nothing here blocks on a peer (connections are non-blocking, frames
+// are read incrementally and capped at kMaxJobFrame bytes).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dynres/proto.hpp"
+#include "dynres/resize.hpp"
+#include "dynres/sched.hpp"
+
+namespace dynres {
+class State;
+}
+
+namespace dynres::schedd {
+
+/// Largest frame a job may send (bytes); orders and replies are far smaller.
+constexpr std::size_t kMaxJobFrame = 64 * 1024;
+/// At most this many job connections in all, and per job (the rest are refused).
+constexpr std::size_t kMaxJobConnections = 1024;
+constexpr std::size_t kMaxConnectionsPerJob = 256;
+
+class ResizeServer {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  ResizeServer(resize::Options opt, Log log) : book_(opt), opt_(opt), log_(std::move(log)) {}
+  ~ResizeServer();
+
+  /// Rebuild the book from the state file after a (re)start: every RUNNING
+  /// job with a protocol record is known again with its phase; orders left
+  /// outstanding by a previous scheduler are rolled back ("scheduler
+  /// restarted"): the job keeps its old nodes.
+  void load(State& st, double now);
+
+  /// A job was just started with `secret` (its record is in the state file).
+  void admit(int64_t job, uint32_t uid, const std::string& secret, const std::vector<std::string>& nodes);
+
+  /// A new connection whose first frame was {"op":"mj_hello",...}: the peer's
+  /// uid/pid come from SO_PEERCRED. Answers the hello; keeps the connection
+  /// when the peer is the job it claims (otherwise answers the error and
+  /// closes fd). Takes ownership of fd.
+  void adopt(State& st, int fd, const proto::json& hello, double now);
+
+  /// The connection fds to poll for input.
+  std::vector<int> fds() const;
+  /// fd is readable: read and handle its frames; closes it on EOF or a
+  /// protocol violation (logged).
+  void on_readable(State& st, int fd, double now);
+
+  /// Once per pass: roll back orders past their deadline (telling the job),
+  /// settle orders of jobs that ended, forget ended jobs.
+  void tick(State& st, double now);
+
+  /// Fill in what the policies need from the protocol: accepting, adapting,
+  /// last_resize, MTCT per running job; nodes reserved by outstanding
+  /// expand orders are marked busy (held by the expanding job) so nobody
+  /// else gets them; snapshot.adapting = an order is outstanding.
+  void annotate(sched::Snapshot& snap, double now) const;
+
+  /// Send the orders of a decision (shrinks, then expands); returns the
+  /// node indices that must not be used by this pass's starts (nodes being
+  /// released by a shrink are still the shrinking job's until it commits).
+  std::vector<int> issue(State& st, const sched::Decision& d, const sched::Snapshot& snap, double now);
+
+  /// mjcontrol resize: order job to `target` nodes (by uid: the owner or
+  /// root). Picks idle nodes (expand) or the job's last nodes (shrink) from
+  /// the snapshot. Returns the order id, or an error sentence in *why.
+  /// Refused: not the owner, the job not running/registered/accepting, a
+  /// target outside [min_nodes, max_nodes] or its node constraint, not
+  /// enough idle nodes.
+  std::optional<uint64_t> admin_resize(State& st, uint32_t uid, int64_t job, int target, const sched::Snapshot& snap,
+                                       double now, std::string* why);
+
+  bool adapting() const { return book_.any_adapting(); }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    uint32_t uid = 0;
+    pid_t pid = 0;
+    int64_t job = 0;
+    std::string secret;
+    bool registered = false;  ///< this connection registered the job: orders go here
+    proto::FrameReader in{kMaxJobFrame};
+    double mpi_s = 0, compute_s = 0;  ///< its latest performance report
+    double last_write = -1e300;       ///< rate limit of perf/progress writes (1/s)
+  };
+  void handle(State& st, Conn& c, const proto::json& m, double now);
+  void reply(Conn& c, proto::json body);
+  void push(int64_t job, const proto::json& body);
+  void close_conn(int fd, const std::string& why);
+  std::optional<uint64_t> send_order(State& st, int64_t job, resize::Kind kind, std::vector<std::string> nodes,
+                                     double now, std::string* why);
+  bool has_listener(int64_t job) const;
+  resize::Peer peer(const Conn& c) const { return {c.uid, c.job, c.secret}; }
+
+  resize::Book book_;
+  resize::Options opt_;
+  Log log_;
+  std::map<int, Conn> conns_;
+  std::map<int64_t, uint32_t> owner_;        ///< job -> uid (jobs in the book)
+  std::map<int64_t, double> mtct_, last_resize_;
+};
+
+}  // namespace dynres::schedd
