@@ -510,7 +510,8 @@ class ClientImpl {
   /// region into the piece at the region's offset. No library copy.
   void transfer_direct(int64_t v) {
     AgentLink& a = *agent;
-    json sums;
+    // the regions' checksums, computed beside the transfer (both only read them)
+    auto sums_f = std::async(std::launch::async, [this] { return region_sums(); });
     const size_t total = total_bytes();
     const bool pull = cfg.dyn.transfer != "push";
     const int to = cfg.request_timeout_ms;
@@ -537,15 +538,13 @@ class ClientImpl {
           outstanding++;
         }
       }
-      sums = region_sums();  // while the agent's last reads are in flight
       while (outstanding) ack();
     } else {
       uint64_t rkey = r.at("key"), rbase = r.at("base");
       for (size_t i = 0; i < regions.size(); ++i)
         fab->write(a.peer, *rmr[i], 0, regions[i].bytes, rbase + regions[i].offset, rkey, 15000);
-      sums = region_sums();
     }
-    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums}}, to);
+    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums_f.get()}}, to);
   }
 
   /// Checksums of the added regions (region_sum), in the order of regions_json().
@@ -596,6 +595,18 @@ class ClientImpl {
                      to);
     char* b = static_cast<char*>(bmr.base);
     const size_t nsl = std::max<size_t>(1, blen / C);
+    // Checksums of what the agent will hold, computed beside the transfer:
+    // the staged copy (buffer or node segment, at each region's offset), else
+    // the regions themselves (unchanged until the commit returns, or until
+    // icheck_wait when asynchronous).
+    auto sums_f = std::async(std::launch::async, [this, &regs, b, staged] {
+      json sums = json::array();
+      for (size_t i = 0; i < regs.size(); ++i) {
+        const size_t off = regs[i].at("offset"), n = regs[i].at("bytes");
+        sums.push_back(staged ? region_sum(b + off, n) : region_sum(regions.at(i).ptr, regions.at(i).bytes));
+      }
+      return sums;
+    });
     if (pull) {
       Fabric::Busy busy(*fab);  // we are the RMA target: poll without naps
       size_t outstanding = 0;
@@ -634,15 +645,7 @@ class ClientImpl {
         if (inflight.valid()) inflight.get();
       }
     }
-    // Checksums of what the agent now holds: the staged copy (buffer or
-    // node segment, at each region's offset), else the regions themselves
-    // (unchanged until the commit returns, or until icheck_wait when async).
-    json sums = json::array();
-    for (size_t i = 0; i < regs.size(); ++i) {
-      const size_t off = regs[i].at("offset"), n = regs[i].at("bytes");
-      sums.push_back(staged ? region_sum(b + off, n) : region_sum(regions.at(i).ptr, regions.at(i).bytes));
-    }
-    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums}}, to);
+    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums_f.get()}}, to);
   }
 
   /// Collective tail of a commit: agree, publish, or fall back to direct writes.
