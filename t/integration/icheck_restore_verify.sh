@@ -11,6 +11,8 @@
 #   (2) the same through the library's restore buffer (ICHECK_ZERO_COPY=0);
 #   (3) no second-level copy either -> icheck_restart_all fails with
 #       ICHECK_ECORRUPT, nothing is restored;
+#   (3b) SHMR with two ranks: the damaged byte lies in rank 1's part of the
+#       node piece; rank 1 refuses it, all ranks restore the second level;
 #   (4) control: an intact agent copy is restored from the agent, silently;
 #   (5) an agent whose copy was damaged before its second-level write refuses
 #       to write it (flush error, no manifest for that version).
@@ -95,6 +97,24 @@ assert_eq 4 "$T_RC" "cn: ictest stops at the failed restart"
 assert_contains "$T_ERR" "icheck_restart_all: checksum mismatch: data refused" "cn: icheck_restart_all fails with ICHECK_ECORRUPT"
 assert_contains "$T_ERR" "does not match its checksum" "cn: because the agent copy is damaged"
 assert_not_contains "$T_OUT" "RESTORED" "cn: nothing is restored"
+
+# ------------------------------------------------ (3b) SHMR, two ranks
+# one node piece holds both ranks' regions; the flipped byte lies in rank 1's
+# grid: rank 1 refuses it, and every rank takes the second level
+if command -v mpiexec >/dev/null && [[ -x $DYNRES_BIN/ictest_mpi ]]; then
+  RS=$(timeout 60 mpiexec -n 2 ictest_mpi ref_cs 50000 20 5 --config "$W/direct.yaml" | awk '/^RESULT/ {print $2}')
+  ICHECK_STRATEGY=shmr t_run timeout 60 mpiexec -n 2 ictest_mpi cs 50000 20 5 --persist
+  assert_contains "$T_OUT" "FINAL 4 rdma" "cs: SHMR version 4 committed through the agent ($T_ERR)"
+  wait_for 15 "cs: version 4 on the second level" manifest_v4 cs
+  assert_contains "$(agent_op cs '{"op":"test_corrupt","v":4}')" '"pieces":1' "cs: the agent's node piece of v4 damaged"
+  ICHECK_STRATEGY=shmr t_run timeout 60 mpiexec -n 2 ictest_mpi cs 50000 20 5
+  assert_contains "$T_ERR" "rank 1: corrupt: region 'grid' of version 4 from the agent does not match its checksum" \
+    "cs: rank 1 refuses its damaged region"
+  assert_contains "$T_OUT" "RESTORED 20 4" "cs: version 4 restored from the second level"
+  assert_contains "$T_OUT" "RESULT $RS" "cs: with the uninterrupted two-rank result"
+else
+  t_log "no mpiexec/ictest_mpi: SHMR case skipped"
+fi
 
 # ------------------------------------------------ (4) control: intact copy
 first_run ok

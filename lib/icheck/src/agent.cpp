@@ -766,15 +766,18 @@ class Agent {
 #endif
   }
 
-  /// Test operation (ICHECK_AGENT_TEST_OPS=1 only): flip one byte in the
-  /// middle of every piece of version v this agent holds, as a memory fault
-  /// would. Returns how many pieces were changed.
+  /// Test operation (ICHECK_AGENT_TEST_OPS=1 only): flip one bit (0x40) of
+  /// byte (total / 2) | 7 of every piece of version v this agent holds, as a
+  /// memory fault would. Returns how many pieces were changed.
   int test_corrupt(uint64_t v) {
     std::lock_guard<std::mutex> g(mu_);
     int n = 0;
     auto flip = [&](const PieceP& p) {
       if (!p || p->v != v || !p->complete || !p->mem || p->total == 0) return;
-      static_cast<unsigned char*>(p->mem->p)[p->total / 2] ^= 0x40;
+      // the last byte of the 8-byte word in the middle: for a region of
+      // doubles starting at an aligned offset, its sign/exponent byte
+      const size_t at = std::min(p->total - 1, (p->total / 2) | 7);
+      static_cast<unsigned char*>(p->mem->p)[at] ^= 0x40;
       ++n;
     };
     for (auto& [k, st] : slots_) {
