@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
               "ratio", "optimal", "target");
   bool all_ok = true;
   for (int moves = 0; moves < 2; ++moves) {
-  std::printf(moves ? "-- Eq. 5.3 then fewest node moves (two phases, the default)\n"
+  std::printf(moves ? "-- Eq. 5.3 then fewest node moves (two phases, the default; phase 2 within 3 ms)\n"
                     : "-- Eq. 5.3 alone (minimal idle power)\n");
   for (int K : {2, 4, 8, 16, 32, 64})
     for (int C : {1, 2}) {

@@ -49,6 +49,11 @@ struct WaitingJob {
   Constraint constraint = Constraint::none;
   double time_limit = -1;  ///< seconds; < 0 means unlimited
   double submit_time = 0;
+  /// Per-node draw in watts (--min-power/--max-power, else the history of
+  /// earlier runs, seed 000 §5.1.3); < 0: unknown, the power policy assumes
+  /// [Snapshot::power.idle_watts, Snapshot::power.node_max_watts]. Only the
+  /// power policy reads them.
+  double min_power = -1, max_power = -1;
 };
 
 struct RunningJob {
@@ -75,6 +80,23 @@ struct RunningJob {
   /// MPI-time / compute-time ratio (seed 000 §4.1 "MTCT"); < 0 until the job
   /// reported one.
   double mtct = -1;
+  /// Per-node draw in watts, as WaitingJob::min_power/max_power (measured or
+  /// modelled); < 0: unknown. Only the power policy reads them.
+  double min_power = -1, max_power = -1;
+};
+
+/// The power corridor and power model of the cluster (seed 000 Ch. 5), read
+/// only by the power policy; the defaults (known = false) leave every other
+/// policy, and the power policy's corridor checks, unaffected.
+struct PowerView {
+  bool known = false;           ///< a corridor is in force
+  double lower = 0, upper = 0;  ///< corridor [l, u], total watts of the cluster
+  double idle_watts = 71;       ///< draw of an idle up node, watts (§9.2.4: 71 W)
+  double node_max_watts = 250;  ///< draw assumed per node of a job with unknown power, watts
+  /// Total draw the caller measured or forecast for the next interval
+  /// (proactive mode, §5.1.4), watts; < 0: the policy models it from the
+  /// jobs' per-node [min_power, max_power] and the idle nodes.
+  double draw_min = -1, draw_max = -1;
 };
 
 struct Node {
@@ -102,6 +124,8 @@ struct Snapshot {
   bool idle_known = false;
   std::vector<int> idle;
   int up_count = 0;
+  /// The corridor and power model (power policy only).
+  PowerView power;
 };
 
 struct Start {
@@ -121,17 +145,23 @@ struct Decision {
   std::vector<Resize> expands;
   std::vector<Resize> shrinks;
   std::vector<std::pair<int64_t, std::string>> holds;
+  /// Why the policy did (or could not do) something, for the log: the power
+  /// policy explains a broken corridor it could not correct here (the ILP's
+  /// reason and whether the guarantees of Eq. 5.4/5.5 explain it). Empty
+  /// for the other policies.
+  std::vector<std::string> notes;
 };
 
-enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf };
-/// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf" (exact, lower case).
-/// std::nullopt for anything else; never throws. Source: seed 002
-/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3 (perf).
+enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf, power };
+/// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf|power" (exact, lower
+/// case). std::nullopt for anything else; never throws. Source: seed 002
+/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3
+/// (perf), Algorithm 4 (power).
 std::optional<Policy> parse_policy(const std::string& s);
 /// Canonical name; the inverse of parse_policy.
 std::string to_string(Policy p);
 /// True for the policies that expand and shrink running malleable jobs
-/// (fpsma, egs, minagree, perf).
+/// (fpsma, egs, minagree, perf, power).
 bool is_malleable_policy(Policy p);
 
 /// Job management of fpsma and egs (seed 000 §4.2.1).
@@ -182,6 +212,18 @@ struct PolicyConfig {
   /// it is grown at most to the size where its ratio would reach it (MTCT
   /// grows about linearly with the node count: n * threshold / MTCT).
   double mtct_threshold = 4.0;
+  // ---- power (seed 000 Algorithm 4, Eq. 5.3; dynres.yaml scheduler.power) -
+  /// Scenario 2 of seed 000 §9.2.4: start jobs as the static backfill does
+  /// (never held for power) and only reconfigure running malleable jobs when
+  /// the corridor is broken. false: Algorithm 4 (scenario 3).
+  bool power_runtime_only = false;
+  /// Algorithm 4 line 7-8: try malleable waiting jobs before the others
+  /// (each group in priority order) when the corridor is broken.
+  bool power_favour_malleable = false;
+  /// Waiting jobs tried as the ILP's candidate per pass (first feasible wins).
+  int power_max_tries = 8;
+  /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
+  double power_ilp_time_limit = 0.05;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
