@@ -127,9 +127,10 @@ struct Cluster {
 };
 
 /// Carry out an ILP plan: shrinks release the job's highest-index nodes,
-/// expansions take idle nodes first (then released ones), the candidate (if
-/// any) starts on what it needs. Updates `c` to the new sizes.
-void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const WaitingJob* cand) {
+/// expansions take idle nodes first (then released ones), the candidates (if
+/// any, in the ILP's order) start on what they need. Updates `c` to the new
+/// sizes.
+void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const std::vector<const WaitingJob*>& cands) {
   const Snapshot& s = c.snap;
   for (size_t i = 0; i < c.jobs.size(); ++i) {
     int to = r.k[i], from = c.jobs[i].current;
@@ -150,12 +151,14 @@ void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const Wa
     c.idle -= to - from;
     c.jobs[i].current = to;
   }
-  if (cand && !r.m.empty() && r.m[0] > 0) {
-    d.starts.push_back({cand->id, pool.take(r.m[0])});
-    c.idle -= r.m[0];
+  for (size_t x = 0; x < cands.size() && x < r.m.size(); ++x) {
+    if (r.m[x] <= 0) continue;
+    const WaitingJob* cand = cands[x];
+    d.starts.push_back({cand->id, pool.take(r.m[x])});
+    c.idle -= r.m[x];
     pw::IlpJob j;
     j.id = cand->id;
-    j.current = j.min_nodes = j.max_nodes = r.m[0];
+    j.current = j.min_nodes = j.max_nodes = r.m[x];
     std::tie(j.p_min, j.p_max) = per_node(cand->min_power, cand->max_power, s.power);
     c.jobs.push_back(j);
     c.run.push_back(-1);
@@ -163,15 +166,19 @@ void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const Wa
   for (auto& j : c.jobs) j.min_nodes = j.max_nodes = j.current;  // one resize per job per pass
 }
 
-/// Sizes the ILP may start a waiting job with: rigid — its request; moldable
-/// and malleable — [min, max] (moldability may keep the corridor).
-bool candidate(const WaitingJob& w, int nodes, pw::IlpCandidate& out, const PowerView& pv) {
+/// Sizes the ILP may start a waiting job with. `exact`: its requested size
+/// (rigid: --nodes; moldable/malleable: requested_size(), as the malleable
+/// policies start them, seed 000 §4.2.3); else rigid the same, moldable and
+/// malleable any admissible size in [min, max] (moldability may keep the
+/// corridor, §9.2.4). False when the job cannot start on `nodes` nodes.
+bool candidate(const WaitingJob& w, int nodes, bool exact, pw::IlpCandidate& out, const PowerView& pv) {
   out.id = w.id;
   std::tie(out.p_min, out.p_max) = per_node(w.min_power, w.max_power, pv);
-  if (w.kind == JobKind::rigid) {
-    if (!admissible(w.constraint, w.req_nodes) || w.req_nodes > nodes) return false;
-    out.min_nodes = out.max_nodes = w.req_nodes;
-    out.constraint = pw::NodeConstraint::none;
+  out.constraint = pw::NodeConstraint::none;
+  if (w.kind == JobKind::rigid || exact) {
+    int k = w.kind == JobKind::rigid ? min_size(w) : requested_size(w);
+    if (k == 0 || k > nodes) return false;
+    out.min_nodes = out.max_nodes = k;
     return true;
   }
   int lo = smallest_admissible(w.constraint, w.min_nodes, std::min(w.max_nodes, nodes));
@@ -183,11 +190,65 @@ bool candidate(const WaitingJob& w, int nodes, pw::IlpCandidate& out, const Powe
   return true;
 }
 
+/// Algorithm 4 lines 10-18 with the ILP of Eq. 5.3. First the smallest
+/// prefix of `order` (up to cfg.power_max_tries startable jobs) whose jobs
+/// all start at their requested sizes (the seed gave the LP one or two
+/// waiting jobs, §9.2.4); then, unless exact_only, each job alone over its
+/// whole range (moldability). The first feasible plan is carried out and its
+/// jobs started. Returns the indices started (empty: none; `why` then holds
+/// the first failure's reason).
+std::vector<int> plan_with_candidates(Cluster& c, const std::vector<int>& order, bool exact_only, Pool& pool,
+                                      Decision& d, std::string& why) {
+  const Snapshot& s = c.snap;
+  const int N = c.nodes();
+  const int tries = std::max(0, c.cfg.power_max_tries);
+  auto solve = [&](const std::vector<int>& idx, const std::vector<pw::IlpCandidate>& cds) -> bool {
+    auto in = c.input();
+    in.candidates = cds;
+    auto r = pw::solve_corridor(in);
+    if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
+      std::vector<const WaitingJob*> w;
+      for (int i : idx) w.push_back(&s.waiting[i]);
+      apply(c, r, pool, d, w);
+      return true;
+    }
+    if (why.empty()) why = "with waiting job " + std::to_string(s.waiting[idx.back()].id) + ": " + r.reason;
+    return false;
+  };
+  std::vector<int> idx;
+  std::vector<pw::IlpCandidate> cds;
+  long need = 0;
+  for (int i : order) {
+    if (static_cast<int>(idx.size()) >= tries) break;
+    pw::IlpCandidate cd;
+    if (!candidate(s.waiting[i], N, true, cd, s.power)) continue;
+    if (need + cd.min_nodes > N) break;
+    need += cd.min_nodes;
+    idx.push_back(i);
+    cds.push_back(cd);
+    if (solve(idx, cds)) return idx;
+  }
+  if (exact_only) return {};
+  int n = 0;
+  for (int i : order) {
+    if (n >= tries) break;
+    const WaitingJob& w = s.waiting[i];
+    pw::IlpCandidate cd, e;
+    if (w.kind == JobKind::rigid || !candidate(w, N, false, cd, s.power)) continue;
+    if (candidate(w, N, true, e, s.power) && e.min_nodes == cd.min_nodes && e.max_nodes == cd.max_nodes) continue;
+    ++n;
+    if (solve({i}, {cd})) return {i};
+  }
+  return {};
+}
+
 /// Start phase with the corridor kept (Algorithm 4 lines 19, 22-25): first
-/// fit over the queue in priority order; a job starts with the largest size
-/// not above its request (its --nodes; rigid: exactly) that fits the idle
-/// nodes and keeps the modelled draw within the corridor. Jobs that would fit
-/// but break the corridor are held "PowerCorridor", the others "Resources".
+/// fit over the queue in priority order; a job starts at its requested size
+/// (need_of(requested): rigid --nodes, malleable requested_size()) when the
+/// idle nodes suffice and the modelled draw stays within the corridor (or,
+/// when it is outside already, moves towards it without crossing the other
+/// bound). Jobs that fit but would break the corridor are held
+/// "PowerCorridor", the others "Resources".
 void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& started) {
   const Snapshot& s = c.snap;
   for (size_t i = 0; i < s.waiting.size(); ++i) {
@@ -196,12 +257,13 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
     const int want = need_of(w, SizeRule::requested, pool.up);
     if (want == 0 || want > pool.up) { d.holds.emplace_back(w.id, "Resources"); continue; }
     auto [pmin, pmax] = per_node(w.min_power, w.max_power, s.power);
-    int lo = w.kind == JobKind::rigid ? want : min_size(w);
-    int top = std::min(want, pool.avail());
+    // §5.2: "a job is launched if the requested number of nodes is available
+    // and it satisfies the power corridor constraints"; a smaller start would
+    // keep it slow for its whole run (moldability is left to the ILP)
+    const int lo = want, top = want <= pool.avail() ? want : 0;
     int got = 0;
     bool power_blocked = false;
     for (int k = top; k >= lo && k >= 1; --k) {
-      if (w.kind == JobKind::rigid ? k != want : !admissible(w.constraint, k)) continue;
       if (c.inside(c.draw(k, pmin, pmax)) || !s.power.known) { got = k; break; }
       power_blocked = true;
     }
@@ -210,7 +272,6 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
     if (!got && s.power.known) {
       auto now = c.draw();
       for (int k = top; k >= lo && k >= 1 && !got; --k) {
-        if (w.kind == JobKind::rigid ? k != want : !admissible(w.constraint, k)) continue;
         auto dd = c.draw(k, pmin, pmax);
         bool better_low = now.first < s.power.lower && dd.first > now.first && dd.second <= s.power.upper + kEps;
         bool better_high = now.second > s.power.upper && dd.second < now.second && dd.first >= s.power.lower - kEps;
@@ -329,7 +390,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
     }
     auto r = pw::solve_corridor(c.input());
     if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible)
-      apply(c, r, pool, d, nullptr);
+      apply(c, r, pool, d, {});
     else
       d.notes.push_back(broken_words(c, dr) + "; the current allocation is kept: " + r.reason);
     return d;
@@ -351,30 +412,14 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
     if (cfg.power_favour_malleable)
       std::stable_partition(order.begin(), order.end(),
                             [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
-    const int N = c.nodes();
-    bool fixed = false;
     std::string why;
-    int tries = 0;
-    for (int i : order) {
-      if (tries >= std::max(0, cfg.power_max_tries)) break;
-      pw::IlpCandidate cd;
-      if (!candidate(snap.waiting[i], N, cd, pv)) continue;
-      ++tries;
-      auto in = c.input();
-      in.candidates.push_back(cd);
-      auto r = pw::solve_corridor(in);
-      if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
-        apply(c, r, pool, d, &snap.waiting[i]);
-        started[i] = 1;
-        fixed = true;
-        break;
-      }
-      if (why.empty()) why = "with waiting job " + std::to_string(snap.waiting[i].id) + ": " + r.reason;
-    }
+    auto got = plan_with_candidates(c, order, false, pool, d, why);
+    bool fixed = !got.empty();
+    for (int i : got) started[i] = 1;
     if (!fixed && c.resizable_any()) {  // the running jobs alone (the runtime's reconfiguration)
       auto r = pw::solve_corridor(c.input());
       if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
-        apply(c, r, pool, d, nullptr);
+        apply(c, r, pool, d, {});
         fixed = true;
       } else {
         why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
@@ -394,6 +439,30 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
   power_starts(c, pool, d, started);
   bool held = false;
   for (auto& h : d.holds) held = held || h.second == "PowerCorridor" || h.second == "Resources";
+  if (!adapting && held && c.resizable_any()) {
+    // a job held for want of nodes: the ILP may shrink (and grow) running
+    // jobs within the corridor to start it at its requested size, the
+    // highest priority first (as Algorithm 4 lines 10-15 do for a broken
+    // corridor; the malleable policies' PWMA rule, §4.2.1)
+    for (auto& st : d.starts)
+      for (int i = 0; i < W; ++i)
+        if (snap.waiting[i].id == st.job) started[i] = 1;
+    std::vector<int> order;
+    for (int i = 0; i < W; ++i) {
+      if (started[i]) continue;
+      int need = need_of(snap.waiting[i], SizeRule::requested, pool.up);
+      if (need > 0 && need <= pool.up && need > c.idle) order.push_back(i);
+    }
+    if (cfg.power_favour_malleable)
+      std::stable_partition(order.begin(), order.end(),
+                            [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
+    std::string why;
+    auto got = plan_with_candidates(c, order, true, pool, d, why);
+    if (!got.empty()) {
+      for (int i : got) std::erase_if(d.holds, [&](const auto& h) { return h.first == snap.waiting[i].id; });
+      return d;
+    }
+  }
   if (!adapting && c.idle > 0 && (!held || cfg.grow_when_held)) power_grow(c, pool, d);
   return d;
 }

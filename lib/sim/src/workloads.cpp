@@ -164,7 +164,7 @@ double power_default_idle_watts(const std::string& n) {
 }
 
 std::vector<CorridorChange> power_default_corridor(const std::string& n) {
-  if (n == "power-mix") return {{0, 1700, 2500}, {300, 1000, 1700}, {540, 2500, 3500}};
+  if (n == "power-mix") return {{0, 1700, 2500}, {480, 1000, 1700}, {720, 2500, 3500}};
   if (n == "power-upper") return {{0, 3000, 4000}};
   if (n == "power-lower") return {{0, 1500, 2500}};
   if (n == "power-dynamic") return {{0, 100, 600}, {240, 700, 1200}, {480, 1300, 1900}, {720, 100, 600}};

@@ -204,8 +204,8 @@ double batch_work_unit();
 /// Throws std::invalid_argument for another name. default_nodes() and
 /// default_corridor() give the cluster size and the corridor of the seed's
 /// experiment (power-dynamic: 100-600 -> 700-1200 at 240 s -> 1300-1900 at
-/// 480 s -> 100-600 at 720 s; power-mix: 1700-2500 -> 1000-1700 at 300 s ->
-/// 2500-3500 at 540 s).
+/// 480 s -> 100-600 at 720 s; power-mix: 1700-2500 -> 1000-1700 at 480 s ->
+/// 2500-3500 at 720 s).
 std::vector<SimJob> power_jobs(const std::string& name, double malleable_fraction, uint64_t seed);
 bool is_power_workload(const std::string& name);
 int power_default_nodes(const std::string& name);
