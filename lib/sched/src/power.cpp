@@ -73,12 +73,12 @@ struct Cluster {
       if (may_resize && resizable(r, s, c)) {
         int lo = smallest_admissible(r.constraint, r.min_nodes, r.max_nodes);
         int hi = largest_admissible(r.constraint, r.min_nodes, r.max_nodes);
+        // the ILP keeps the job's range and constraint (a job running at a
+        // size outside them is moved into them when the ILP runs)
         if (lo > 0 && hi > 0) {
-          j.min_nodes = std::min(lo, j.current);
-          j.max_nodes = std::max(hi, j.current);
+          j.min_nodes = lo;
+          j.max_nodes = hi;
           j.constraint = ilp_constraint(r.constraint);
-          // a size outside the job's rule stays allowed: the job runs there now
-          if (!admissible(r.constraint, j.current)) j.constraint = pw::NodeConstraint::none;
         }
       }
       jobs.push_back(j);
