@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   double fraction = 0, scale = 1;
   size_t first = 0;
   uint64_t seed = 1;
-  bool json = false, quiet = false, progress = false;
+  bool json = false, quiet = false, progress = false, notes = false;
   dynres::sim::SimOptions o;
   app.add_option("-w,--workload", workload,
                  "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file")
@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv, "write one line per job to this CSV file");
   app.add_option("--gantt", gantt, "write a Gantt chart (PNG, gnuplot) to this file");
   app.add_flag("--json", json, "print the metrics as JSON");
+  app.add_flag("--notes", notes, "print the policy's notes (why the power policy kept a broken corridor) on stderr");
   app.add_flag("--progress", progress, "show progress on stderr (default when stderr is a terminal)");
   app.add_flag("-q,--quiet", quiet, "no progress");
   CLI11_PARSE(app, argc, argv);
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
     if (scale != 1 && workload != "esp") throw std::runtime_error("--time-scale applies to the esp workload only");
     dynres::sim::keep_first(jobs, first);
     o.keep_nodelists = !gantt.empty();
+    if (notes) o.on_note = [](double t, const std::string& n) { std::fprintf(stderr, "mjsim: t = %.3f s: %s\n", t, n.c_str()); };
     if ((progress || ::isatty(2)) && !quiet)
       o.progress = [](size_t done, size_t total, double now) {
         std::fprintf(stderr, "\rmjsim: %zu/%zu jobs done, t = %.0f s   ", done, total, now);

@@ -191,7 +191,15 @@ void write_power_png(const std::string& png, const std::vector<PowerSample>& sam
   {
     std::ofstream d(data);
     d.precision(12);
-    for (auto& x : samples) d << x.t << ' ' << x.draw << ' ' << x.lower << ' ' << x.upper << '\n';
+    // steps drawn as lines: each value holds until the next sample's time
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const auto& x = samples[i];
+      if (i > 0) {
+        const auto& p = samples[i - 1];
+        d << x.t << ' ' << p.draw << ' ' << p.lower << ' ' << p.upper << '\n';
+      }
+      d << x.t << ' ' << x.draw << ' ' << x.lower << ' ' << x.upper << '\n';
+    }
   }
   {
     std::ofstream g(gp);
@@ -201,8 +209,8 @@ void write_power_png(const std::string& png, const std::vector<PowerSample>& sam
       << "set xlabel 'time [s]'\nset ylabel 'power [W]'\nset key outside bottom center horizontal\n"
       << "set style fill transparent solid 0.15 noborder\n"
       << "plot " << gnuplot_quote(data) << " using 1:3:4 with filledcurves lc rgb '#2a9d2a' title 'corridor', "
-      << "'' using 1:3 with steps lc rgb '#2a9d2a' notitle, '' using 1:4 with steps lc rgb '#2a9d2a' notitle, "
-      << "'' using 1:2 with steps lw 2 lc rgb '#c0392b' title 'draw (modelled)'\n";
+      << "'' using 1:3 with lines lc rgb '#2a9d2a' notitle, '' using 1:4 with lines lc rgb '#2a9d2a' notitle, "
+      << "'' using 1:2 with lines lw 2 lc rgb '#c0392b' title 'draw (modelled)'\n";
   }
   run_gnuplot(dir, {data});
 }

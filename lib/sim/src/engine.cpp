@@ -140,7 +140,7 @@ void Engine::record(double t) {
   auto state = [](const PowerSample& x) { return x.draw > x.upper + 1e-9 ? 1 : x.draw < x.lower - 1e-9 ? -1 : 0; };
   if (!r_.power.empty()) {
     const PowerSample& q = r_.power.back();
-    if (q.draw == p.draw && q.lower == p.lower && q.upper == p.upper) return;
+    if (q.draw == p.draw && q.lower == p.lower && q.upper == p.upper) return;  // sizes may differ: same draw
     double dt = t - q.t;
     if (dt > 0) {  // the previous point held for dt seconds
       int st = state(q);
@@ -159,6 +159,12 @@ void Engine::record(double t) {
     draw_seen_ = true;
   }
   r_.power.push_back(p);
+  std::vector<std::pair<int64_t, size_t>> sz;
+  for (auto& r : snap_.running) sz.emplace_back(r.id, r.nodes.size());
+  std::sort(sz.begin(), sz.end());
+  std::string js;
+  for (auto& [id, n] : sz) js += (js.empty() ? "" : " ") + std::to_string(id) + ":" + std::to_string(n);
+  r_.power_jobs.push_back(std::move(js));
 }
 
 void Engine::release(std::vector<int> nodes) {
@@ -273,6 +279,8 @@ void Engine::pass(double t) {
   if (malleable) refresh(t);
   ++r_.passes;
   sched::Decision d = sched::decide(snap_, o_.policy);
+  if (o_.on_note)
+    for (auto& n : d.notes) o_.on_note(t, n);
   auto bad = [&](const std::string& what) {
     throw std::logic_error("policy " + sched::to_string(o_.policy.policy) + " produced an invalid decision at t=" +
                            std::to_string(t) + ": " + what);

@@ -56,12 +56,13 @@ nlohmann::json to_json(const SimResult& r) {
 void write_power_csv(const std::string& path, const SimResult& r) {
   std::ofstream o(path);
   if (!o) throw std::runtime_error(path + ": cannot write");
-  o << "t,draw_w,lower_w,upper_w,state\n";
+  o << "t,draw_w,lower_w,upper_w,state,jobs\n";
   char b[160];
-  for (auto& p : r.power) {
+  for (size_t i = 0; i < r.power.size(); ++i) {
+    const auto& p = r.power[i];
     const char* st = p.draw > p.upper + 1e-9 ? "above" : p.draw < p.lower - 1e-9 ? "below" : "in";
-    std::snprintf(b, sizeof b, "%.3f,%.1f,%.1f,%.1f,%s\n", p.t, p.draw, p.lower, p.upper, st);
-    o << b;
+    std::snprintf(b, sizeof b, "%.3f,%.1f,%.1f,%.1f,%s,", p.t, p.draw, p.lower, p.upper, st);
+    o << b << (i < r.power_jobs.size() ? r.power_jobs[i] : "") << "\n";
   }
   if (!o.flush()) throw std::runtime_error(path + ": write failed");
 }

@@ -294,6 +294,42 @@ struct PolicyConfig {
 ///              without an MTCT come after those with one in both orders.
 ///   Options (PolicyConfig): backfill (EASY start phase for fpsma/egs/perf),
 ///   start_at_minimum, grow_when_held, step, management.
+///   power    — seed 000 Algorithm 4 with the ILP of Eq. 5.3 (lp_solve,
+///              dynres::power::solve_corridor; pure computation, bounded by
+///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
+///              min_power/max_power (W per node; unknown: [idle_watts,
+///              node_max_watts]). Draw = sum n x [min, max] + idle x
+///              idle_watts (or PowerView::draw_min/max); broken when above
+///              upper or below lower. Resizable jobs (the common rule) get
+///              k_i in their admissible [min, max], the others stay fixed.
+///              No corridor (power.known false): start as backfill, nothing
+///              else. power_runtime_only (§9.2.4 scenario 2): start as
+///              backfill (malleable at their --nodes, never held for power);
+///              if the corridor is broken and no job adapts, the ILP
+///              redistributes the running jobs (this pass's starts fixed).
+///              Aware (scenario 3): broken and no job adapting — the ILP is
+///              given the smallest prefix of the queue (priority order;
+///              malleable first with power_favour_malleable; at most
+///              power_max_tries startable jobs) at their requested sizes,
+///              then each job alone over its range [min, max]; the first
+///              feasible plan is carried out with its starts; else the
+///              running jobs alone; else the allocation is kept and a note
+///              gives the ILP's reason (and whether Eq. 5.4/5.5 explain it).
+///              Broken while a job adapts: nothing starts (held
+///              "PowerCorridor"). Then (and when the corridor holds) jobs
+///              start in queue order at their requested size only if the
+///              modelled draw stays inside (or, when outside, moves towards
+///              it without crossing the other bound); otherwise held
+///              "PowerCorridor" even with nodes free, or "Resources". With
+///              the corridor kept, the highest-priority jobs held for want
+///              of nodes are offered to the ILP at their requested sizes
+///              (it may shrink running jobs within the corridor); else the
+///              idle nodes go one admissible step at a time, round robin by
+///              start time, to resizable jobs while the corridor holds and
+///              the expansion is worth grow_cost. Expansions of an ILP plan
+///              may use nodes its shrinks release (carried out first, as
+///              seed 000 §5.2 orders them); a job is resized at most once.
+///              Every waiting job not started gets one hold.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
 /// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
 /// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /

@@ -92,6 +92,8 @@ struct SimOptions {
   std::vector<CorridorChange> corridor;
   double idle_watts = 71;               ///< draw of an idle node, watts (seed 000 §9.2.4)
   double node_max_watts = 250;          ///< draw per node of a job without power hints, watts
+  /// Called with each note of a Decision (the power policy's reasons), if set.
+  std::function<void(double now, const std::string& note)> on_note;
   /// Called about every 2 % of the jobs finished (progress of long runs).
   std::function<void(size_t done, size_t total, double now)> progress;
 };
@@ -116,6 +118,9 @@ struct SimResult {
   /// may share a time (a break seen by one pass and corrected by the next
   /// pass of the same instant). Ends at the last job's end.
   std::vector<PowerSample> power;
+  /// Per point of `power`: the running jobs' sizes, "id:nodes" separated by
+  /// blanks, in id order.
+  std::vector<std::string> power_jobs;
   /// Violations: episodes of positive duration with the draw outside the
   /// corridor (a new episode starts when the draw leaves it, or crosses from
   /// above to below); breaks: points outside the corridor whose predecessor
@@ -212,8 +217,8 @@ int power_default_nodes(const std::string& name);
 double power_default_idle_watts(const std::string& name);
 std::vector<CorridorChange> power_default_corridor(const std::string& name);
 
-/// Write the power series (t,draw_w,lower_w,upper_w,state with state in,
-/// above, below) to `path`; throws std::runtime_error when it cannot be
+/// Write the power series (t,draw_w,lower_w,upper_w,state,jobs with state
+/// in, above, below and jobs the running jobs' "id:nodes") to `path`; throws std::runtime_error when it cannot be
 /// written.
 void write_power_csv(const std::string& path, const SimResult& r);
 
