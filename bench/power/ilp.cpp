@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   int reps = argc > 1 ? std::atoi(argv[1]) : 101;
   unsigned long seed = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 42;
   if (reps < 1) reps = 1;
-  std::printf("default: two phases (least idle, then fewest moves within phase 1's time, 0.5-%.0f ms), mip_gap %.2g\n"
+  std::printf("default: two phases (least idle, then fewest moves within half of phase 1's time, 0.3-%.0f ms), mip_gap %.2g\n"
               "exact:   the same with mip_gap 1e-11 (lp_solve's default) and phase 2 up to the 0.2 s limit\n",
               IlpInput{}.moves_time_limit_s * 1e3, IlpInput{}.mip_gap);
   std::printf("%4s %2s %10s %10s %10s %10s %9s %9s %8s %7s %9s %s\n", "K", "C", "med_ms", "max_ms", "exact_med",

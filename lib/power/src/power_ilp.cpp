@@ -319,9 +319,10 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
       cc[i] = col_d0 + i;
     }
     add_constraintex(lp, nrun, cv.data(), cc.data(), LE, first.moves - 1);
-    // budget: as long as phase 1 took (at least 0.5 ms), at most moves_time_limit_s
+    // budget: half of phase 1's time (at least 0.3 ms), at most moves_time_limit_s
     const double p1 = std::chrono::duration<double>(clock::now() - t0).count();
-    const double budget = std::min(in.moves_time_limit_s, std::max(0.0005, p1));
+    const double budget =
+        in.adaptive_moves_budget ? std::min(in.moves_time_limit_s, std::max(0.0003, 0.5 * p1)) : in.moves_time_limit_s;
     deadline.at = std::min(deadline.at, clock::now() + std::chrono::duration_cast<clock::duration>(
                                              std::chrono::duration<double>(budget)));
     ret = solve(lp);

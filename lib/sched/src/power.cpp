@@ -122,6 +122,10 @@ struct Cluster {
     in.upper = snap.power.upper;
     in.time_limit_s = cfg.power_ilp_time_limit > 0 ? cfg.power_ilp_time_limit : 0.05;
     in.fewest_moves = true;
+    // phase 2 may use the whole budget: a plan that depends on the machine's
+    // speed only when a solve needs that long keeps mjsim reproducible
+    in.adaptive_moves_budget = false;
+    in.moves_time_limit_s = in.time_limit_s;
     return in;
   }
 };

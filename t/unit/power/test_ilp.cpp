@@ -288,6 +288,7 @@ TEST_CASE("ILP: least idle nodes and fewest moves equal an enumeration (random s
     in.idle_watts = uni(0, 2) * 40;
     in.time_limit_s = 5;
     in.moves_time_limit_s = 5;
+    in.adaptive_moves_budget = false;  // phase 2 to the end: the fewest moves are proven
     int k = uni(1, 3), left = in.nodes;
     for (int i = 0; i < k && left > 0; ++i) {
       IlpJob j;
@@ -318,6 +319,14 @@ TEST_CASE("ILP: least idle nodes and fewest moves equal an enumeration (random s
     CHECK(r.idle == want.first);
     CHECK(r.moves_optimal);
     CHECK(r.moves == want.second);
+    auto dflt = in;  // the adaptive phase 2 budget: same idle optimum, moves at most phase 1's
+    dflt.adaptive_moves_budget = true;
+    dflt.moves_time_limit_s = IlpInput{}.moves_time_limit_s;
+    auto rd = solve_corridor(dflt);
+    REQUIRE(rd.status == IlpStatus::optimal);
+    CHECK(rd.idle == want.first);
+    CHECK(rd.moves >= want.second);
+    if (rd.moves_optimal) CHECK(rd.moves == want.second);
   }
   CHECK(feasible_seen > 50);
 }

@@ -45,9 +45,12 @@ struct IlpInput {
   double lower = 0, upper = 0;          ///< corridor [l, u], total watts
   double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
   bool fewest_moves = true;             ///< phase 2: fewest node moves among the least-idle plans
-  /// Cap of phase 2's budget, seconds (within time_limit_s): phase 2 gets as
-  /// long as phase 1 took, at least 0.5 ms, at most this.
+  /// Cap of phase 2's budget, seconds (within time_limit_s): phase 2 gets
+  /// half of phase 1's time, at least 0.3 ms, at most this (adaptive), or
+  /// all of it (adaptive_moves_budget false: the plan then depends on the
+  /// machine's speed only when phase 2 needs longer than this).
   double moves_time_limit_s = 0.003;
+  bool adaptive_moves_budget = true;
   /// lp_solve's absolute MIP gap for both phases (set_mip_gap). Both
   /// objectives are integral, yet lp_solve's pruning is not "bound > best -
   /// gap" in plain units: 0.5 lost the optimum in t/unit/power's enumeration
@@ -86,8 +89,8 @@ struct IlpResult {
 /// Phase 1 minimises k_idle (the idle power k_idle * p_idle; with p_idle = 0
 /// the fewest idle nodes); phase 2 (fewest_moves) fixes k_idle at that
 /// optimum and minimises the node moves sum |k_i - current_i| (phase 1's
-/// plan as the incumbent) within max(0.5 ms, phase 1's time) capped at
-/// moves_time_limit_s, on the same model (lp_solve restarts from the last
+/// plan as the incumbent) within max(0.3 ms, half of phase 1's time) capped
+/// at moves_time_limit_s, on the same model (lp_solve restarts from the last
 /// basis), both with lp_solve's absolute MIP gap `mip_gap`. Both share
 /// time_limit_s (lp_solve's abort callback). Status optimal means the idle power is proven least;
 /// moves_optimal says whether phase 2 also proved the fewest moves (else its
