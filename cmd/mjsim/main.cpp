@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
                  "(default for the power-* workloads: the seed's corridor)");
   auto* iw = app.add_option("--idle-watts", o.idle_watts, "draw of an idle node, W (default 71; power-upper/lower/dynamic 0)")
                  ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--node-max-watts", o.node_max_watts, "draw per node of a job without power hints, W")
+  app.add_option("--node-max-watts", o.node_max_watts, "most a busy node draws, W (a job without hints: midpoint with --idle-watts)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--power-mode", power_mode,

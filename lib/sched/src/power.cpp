@@ -26,9 +26,16 @@ namespace pw = dynres::power;
 
 constexpr double kEps = 1e-9;
 
-/// Per-node [min, max] watts of a job from its hints (sched.hpp).
+/// Per-node [min, max] watts of a job from its hints (sched.hpp). Unknown:
+/// the midpoint of [idle_watts, node_max_watts] for both (pcorridor's
+/// "modelled" draw) — the whole interval would make every corridor narrower
+/// than N x (node_max - idle) unreachable, since such a job could always
+/// draw as little as an idle node.
 std::pair<double, double> per_node(double mn, double mx, const PowerView& pv) {
-  if (!(mn >= 0) && !(mx >= 0)) return {pv.idle_watts, std::max(pv.idle_watts, pv.node_max_watts)};
+  if (!(mn >= 0) && !(mx >= 0)) {
+    double mid = (pv.idle_watts + std::max(pv.idle_watts, pv.node_max_watts)) / 2;
+    return {mid, mid};
+  }
   if (!(mn >= 0)) mn = mx;
   if (!(mx >= 0)) mx = mn;
   if (mn > mx) std::swap(mn, mx);

@@ -351,7 +351,8 @@ void Engine::pass(double t) {
       rj.start_time = t;
       rj.time_limit = sp.time_limit;
       rj.accepting = sp.kind == sched::JobKind::malleable;  // registers at start
-      std::tie(rj.min_power, rj.max_power) = job_power(sp);
+      rj.min_power = sp.min_power;  // the hints as given (< 0: unknown, the policy's rule)
+      rj.max_power = sp.max_power;
       j.run_pos = static_cast<int>(snap_.running.size());
       snap_.running.push_back(std::move(rj));
       open_alloc(k, t);
@@ -480,7 +481,8 @@ SimResult Engine::run() {
       const SimJob& s = *j.spec;
       j.st = Job::waiting;
       snap_.waiting.push_back({s.id, s.kind, s.req_nodes, s.min_nodes, s.max_nodes, s.constraint, s.time_limit, s.submit});
-      std::tie(snap_.waiting.back().min_power, snap_.waiting.back().max_power) = job_power(s);
+      snap_.waiting.back().min_power = s.min_power;
+      snap_.waiting.back().max_power = s.max_power;
       if (min_need_ > 0)
         if (int m = sched::min_size(snap_.waiting.back())) min_need_ = std::min(min_need_, m);
       changed = true;

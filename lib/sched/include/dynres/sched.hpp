@@ -50,9 +50,9 @@ struct WaitingJob {
   double time_limit = -1;  ///< seconds; < 0 means unlimited
   double submit_time = 0;
   /// Per-node draw in watts (--min-power/--max-power, else the history of
-  /// earlier runs, seed 000 §5.1.3); < 0: unknown, the power policy assumes
-  /// [Snapshot::power.idle_watts, Snapshot::power.node_max_watts]. Only the
-  /// power policy reads them.
+  /// earlier runs, seed 000 §5.1.3); < 0: unknown, the power policy plans
+  /// with the midpoint of [Snapshot::power.idle_watts, node_max_watts] (one
+  /// given: used for both). Only the power policy reads them.
   double min_power = -1, max_power = -1;
 };
 
@@ -92,7 +92,7 @@ struct PowerView {
   bool known = false;           ///< a corridor is in force
   double lower = 0, upper = 0;  ///< corridor [l, u], total watts of the cluster
   double idle_watts = 71;       ///< draw of an idle up node, watts (§9.2.4: 71 W)
-  double node_max_watts = 250;  ///< draw assumed per node of a job with unknown power, watts
+  double node_max_watts = 250;  ///< most a busy node draws, watts (unknown jobs: midpoint with idle_watts)
   /// Total draw the caller measured or forecast for the next interval
   /// (proactive mode, §5.1.4), watts; < 0: the policy models it from the
   /// jobs' per-node [min_power, max_power] and the idle nodes.
@@ -297,8 +297,8 @@ struct PolicyConfig {
 ///   power    — seed 000 Algorithm 4 with the ILP of Eq. 5.3 (lp_solve,
 ///              dynres::power::solve_corridor; pure computation, bounded by
 ///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
-///              min_power/max_power (W per node; unknown: [idle_watts,
-///              node_max_watts]). Draw = sum n x [min, max] + idle x
+///              min_power/max_power (W per node; unknown: the midpoint of
+///              [idle_watts, node_max_watts]). Draw = sum n x [min, max] + idle x
 ///              idle_watts (or PowerView::draw_min/max); broken when above
 ///              upper or below lower. Resizable jobs (the common rule) get
 ///              k_i in their admissible [min, max], the others stay fixed.

@@ -57,8 +57,9 @@ struct SimJob {
   double serial = 0.05;        ///< nominal serial fraction (the scheduler's view)
   std::vector<Phase> phases;   ///< empty: one phase with `serial`
   /// Per-node draw in watts (the --min-power/--max-power hints); < 0:
-  /// unknown, modelled as [SimOptions::idle_watts, node_max_watts] (one
-  /// given: used for both). The modelled draw of a job is the midpoint.
+  /// unknown, [SimOptions::idle_watts, node_max_watts] (one given: used for
+  /// both). The modelled draw of a job is the midpoint; the power policy
+  /// gets the hints as given (< 0 when unknown).
   double min_power = -1, max_power = -1;
 };
 
