@@ -390,3 +390,51 @@ TEST_CASE("power: properties on random snapshots (both modes)", "[sched][power][
     }
   }
 }
+
+TEST_CASE("power: a job held for nodes is started by shrinking within the corridor", "[sched][power]") {
+  // A: malleable on all 10 nodes x 100 W = 1000 W in [500, 1500]. Rigid W
+  // needs 3 nodes x 200 W. No idle node -> the ILP with W: a + 3 = 10 (no
+  // idle), 700 + 600 = 1300 W: A gives nodes 7-9, W starts there.
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 10, 1, 10, 100));
+  s.waiting.push_back(waiting(2, JobKind::rigid, 3, 3, 3, 200));
+  corridor(s, 500, 1500);
+  auto d = decide(s, power_cfg());
+  REQUIRE(d.shrinks.size() == 1);
+  CHECK(d.shrinks[0].nodes == range(7, 10));
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].job == 2);
+  CHECK(d.starts[0].nodes == range(7, 10));
+  CHECK(d.holds.empty());
+  // at 400 W per node W would break the upper bound (700 + 1200 > 1500; A at
+  // 1 node: 100 + 1200 + 6 x 50 = 1600): nothing moves
+  s.waiting[0].min_power = s.waiting[0].max_power = 400;
+  d = decide(s, power_cfg());
+  CHECK(d.starts.empty());
+  CHECK(d.shrinks.empty());
+  CHECK(hold_of(d, 2) == "Resources");
+}
+
+TEST_CASE("power: favour_malleable tries malleable waiting jobs first", "[sched][power]") {
+  // 10 idle x 50 W = 500 W < 1500 W. Rigid job 2 (5 x 250 W) alone: 1250 +
+  // 250 = 1500 W, feasible; malleable job 3 (--nodes 2, 1-10, 200 W) then
+  // would reach 1800 W > 1600 W: held. Favouring malleable jobs: job 3 at 2
+  // nodes (800 W) and jobs 3 + 2 (1800 W) fail, job 3 over its range: 200 m
+  // + 50 (10 - m) in [1500, 1600] -> m = 7 (1550 W); job 2 then lacks nodes.
+  auto s = cluster(10, 1000);
+  s.waiting.push_back(waiting(2, JobKind::rigid, 5, 5, 5, 250));
+  s.waiting.push_back(waiting(3, JobKind::malleable, 2, 1, 10, 200));
+  corridor(s, 1500, 1600);
+  auto d = decide(s, power_cfg());
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].job == 2);
+  CHECK(d.starts[0].nodes.size() == 5);
+  CHECK(hold_of(d, 3) == "PowerCorridor");
+  auto cfg = power_cfg();
+  cfg.power_favour_malleable = true;
+  d = decide(s, cfg);
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].job == 3);
+  CHECK(d.starts[0].nodes.size() == 7);
+  CHECK(hold_of(d, 2) == "Resources");
+}
