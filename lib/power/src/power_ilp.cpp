@@ -272,7 +272,7 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
     set_mip_gap(lp, TRUE, in.mip_gap);  // see IlpInput::mip_gap
     set_mip_gap(lp, FALSE, 0.0);
   }
-  if (const char* f = std::getenv("DYNRES_ILP_WRITE_LP")) { write_lp(lp, const_cast<char*>(f)); }
+  if (const char* f = in.debug_write ? std::getenv("DYNRES_ILP_WRITE_LP") : nullptr) { write_lp(lp, const_cast<char*>(f)); }
   int ret = solve(lp);
   std::vector<double> x(ncols);
   auto take = [&](IlpStatus st) {

@@ -133,6 +133,7 @@ struct Cluster {
     // speed only when a solve needs that long keeps mjsim reproducible
     in.adaptive_moves_budget = false;
     in.moves_time_limit_s = in.time_limit_s;
+    in.debug_write = false;  // no I/O in lib/sched
     return in;
   }
 };

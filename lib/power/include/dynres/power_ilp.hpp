@@ -58,6 +58,9 @@ struct IlpInput {
   /// instance the exact search (1e-11, lp_solve's default) proved
   /// (bench/power/README). Not a proof: 1e-11 is the exact setting.
   double mip_gap = 0.3;
+  /// Honour DYNRES_ILP_WRITE_LP (debugging, below). The scheduler's power
+  /// policy sets false: lib/sched does no I/O.
+  bool debug_write = true;
 };
 
 /// optimal: least idle power proven (and, with fewest_moves, fewest moves
