@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
   app.add_option("--nodes", nodes, "register these nodes first, e.g. n[1-34]");
   app.add_option("--hosts", hosts, "real host of each node (same order) for the srun launcher; default: the node names");
-  app.add_option("--policy", policy, "override scheduler.policy: fcfs|backfill|easy|fpsma|egs|minagree|perf");
+  app.add_option("--policy", policy, "override scheduler.policy: fcfs|backfill|easy|fpsma|egs|minagree|perf|power");
   app.add_option("--launcher", launcher, "override launcher.type: local|srun");
   app.add_option("--tick", tick, "override scheduler.tick (seconds)");
   app.add_flag("--daemon", daemon, "detach; log to $DYNRES_HOME/mjsched.log");
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       auto p = dynres::sched::parse_policy(policy);
       if (!p)
         throw std::runtime_error("--policy: unknown policy '" + policy +
-                                 "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
+                                 "' (fcfs|backfill|easy|fpsma|egs|minagree|perf|power)");
       d.cfg.policy.policy = *p;
     }
     if (!launcher.empty()) {

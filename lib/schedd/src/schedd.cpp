@@ -25,6 +25,7 @@
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
+#include "power_view.hpp"
 #include "resize_server.hpp"
 
 namespace dynres::schedd {
@@ -237,6 +238,8 @@ int Daemon::pass() {
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  if (!power_) power_ = std::make_unique<PowerView>(home);
+  power_->annotate(st, snap, now);  // the corridor is re-read every pass (§5.2.1)
   if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
     std::vector<std::pair<int64_t, std::string>> changed;
     for (auto& j : st.jobs({kPending})) {
@@ -251,6 +254,10 @@ int Daemon::pass() {
   const bool malleable = sched::is_malleable_policy(cfg.policy.policy);
   if (snap.waiting.empty() && !malleable) return 0;
   auto d = sched::decide(snap, cfg.policy);
+  if (d.notes != last_notes_) {
+    for (auto& n : d.notes) log("policy: " + n);
+    last_notes_ = d.notes;
+  }
   // Orders first (shrinks, then expands). A start that needs nodes a shrink
   // releases waits for a later pass: those nodes stay the shrinking job's
   // until it commits (the simulator releases them at once).

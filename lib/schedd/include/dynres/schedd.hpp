@@ -20,6 +20,7 @@
 namespace dynres::schedd {
 
 class ResizeServer;
+class PowerView;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -75,6 +76,8 @@ struct Daemon {
  private:
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
   std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol (issue 8)
+  std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples (seed 000 Ch. 5)
+  std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   State& state();
   ResizeServer& resizer();
   /// A one-shot request on the scheduler socket from peer uid (after the
