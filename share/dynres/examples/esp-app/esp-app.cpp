@@ -248,6 +248,9 @@ int main(int argc, char** argv) {
     if (pending != 1) continue;
     const bool grow = o.kind == MJ_ORDER_EXPAND;
     if (!grow && o.kind != MJ_ORDER_SHRINK) continue;
+    // the order's node names are libmj's only until the order is settled
+    std::vector<std::string> named;
+    for (int i = 0; i < o.num_nodes && o.nodes; ++i) named.push_back(o.nodes[i] ? o.nodes[i] : "");
     if (mj_adapt_begin(&o, 0) != MJ_OK) continue;
     // the resize cost: no progress (as mjsim's pause_until)
     double pause_end = t + (grow ? grow_cost : shrink_cost) * scale;
@@ -279,11 +282,10 @@ int main(int argc, char** argv) {
     if (c == MJ_OK) {
       int before = n;
       if (grow) {
-        for (int i = 0; i < o.num_nodes && o.nodes; ++i) nodes.push_back(o.nodes[i]);
+        nodes.insert(nodes.end(), named.begin(), named.end());
         ++expands;
       } else {
-        if (o.named)
-          for (int i = 0; i < o.num_nodes && o.nodes; ++i) released.push_back(o.nodes[i]);
+        if (o.named) released = named;
         for (auto& r : released) nodes.erase(std::remove(nodes.begin(), nodes.end(), r), nodes.end());
         ++shrinks;
       }
