@@ -43,9 +43,15 @@ mkdir -p "$W"
 boot_cluster "$C" "$NODES" --tick 0.1 --kill-wait 1
 write_script "$W/nq.sh" '#!/bin/bash' '#SBATCH -o nq.out' \
   "exec $DYNRES_BIN/nqueens -n 14 --task-sleep-ms 100"
+# a rigid job holds the other nodes so that the malleable one starts on FROM
+write_script "$W/block.sh" '#!/bin/bash' 'sleep 300'
+blk=$(cd "$W" && mjsub --parsable -J block -N $((NODES - FROM)) --rigid block.sh) || t_fatal "mjsub failed: $blk"
+wait_state 30 "$C" "$blk" RUNNING >/dev/null || t_fatal "the blocker did not start"
 id=$(cd "$W" && mjsub --parsable -J nq -N "$FROM" --min-nodes "$FROM" --max-nodes "$NODES" --malleable nq.sh) ||
   t_fatal "mjsub failed: $id"
 wait_state 30 "$C" "$id" RUNNING >/dev/null || t_fatal "the job did not start"
+mjcancel "$blk"
+wait_state 10 "$C" "$blk" CANCELLED >/dev/null || t_fatal "the blocker was not cancelled"
 out() { cat "$W/nq.out" 2>/dev/null; }
 count() { out | grep -c "^resize $1 " ; }
 atleast() { (($(count "$1") >= $2)); }
