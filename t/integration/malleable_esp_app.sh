@@ -15,7 +15,7 @@ C=$T_TMP/c W=$T_TMP/w
 mkdir -p "$W"
 boot_cluster "$C" 4 --tick 0.1 --kill-wait 1
 write_script "$W/esp.sh" '#!/bin/bash' '#SBATCH -o esp.out' \
-  "exec $DYNRES_SRC/share/dynres/examples/esp-app/esp-app 8 2 0.1 --scale 0.02 --report-interval 0.2"
+  "exec $DYNRES_SRC/share/dynres/examples/esp-app/esp-app 8 2 0.1 --malleable --scale 0.02 --report-interval 0.2"
 # a rigid job holds the other nodes so that the malleable one starts on 2
 write_script "$W/block.sh" '#!/bin/bash' 'sleep 300'
 blk=$(cd "$W" && mjsub --parsable -J block -N 2 --rigid block.sh) || t_fatal "mjsub failed: $blk"

@@ -11,11 +11,12 @@
 // Downey), s the nominal serial fraction, s_p the phase's. The phases' work
 // is scaled so that the runtime at REQ_NODES is RUNTIME.
 //
-// Rigid (outside a job, or mj_init_adapt/mj_register refused): it prints the
-// line the former script printed and sleeps the model's runtime at
-// MJ_JOB_NUM_NODES, exactly as before.
+// Rigid (without --malleable, outside a job, or mj_init_adapt/mj_register
+// refused): it prints the line the former script printed and sleeps the
+// model's runtime at MJ_JOB_NUM_NODES, exactly as before.
 //
-// Malleable (registered): it tracks the fraction of work done, waits for
+// Malleable (--malleable, inside a job submitted with mjsub --malleable, and
+// registered): it tracks the fraction of work done, waits for
 // orders with mj_wait_adapt (no busy wait), and on an order pauses for the
 // resize cost (seed 002: 14.55 s grow, 7.41 s shrink, x --scale) without
 // progress — as mjsim does — then commits and continues at the new rate.
@@ -131,6 +132,7 @@ std::vector<sim::Phase> parse_phases(const std::string& text) {
 int main(int argc, char** argv) {
   double runtime = 0, serial = 0.05, scale = 1.0, grow_cost = 14.55, shrink_cost = 7.41, interval = 1.0, sigma = 1.0;
   int req = 1, esp_job = -1, esp_nodes = 34;
+  bool malleable_flag = false;
   uint64_t esp_seed = 1;
   std::string model_name = "amdahl", phases_text;
   CLI::App cli{"esp-app: the emulated ESP application, malleable in place (dynres issue 8; lib/sim's runtime model)"};
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   cli.add_option("--shrink-cost", shrink_cost, "seconds without progress per shrink, unscaled (default 7.41, seed 002)")
       ->check(CLI::Range(0.0, 1e6));
+  cli.add_flag("--malleable", malleable_flag, "register as malleable (a job submitted with mjsub --malleable)");
   cli.add_option("--report-interval", interval, "seconds between progress/MTCT reports (default 1)")
       ->check(CLI::Range(0.01, 3600.0));
   CLI11_PARSE(cli, argc, argv);
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
 
   mj_status st{};
   bool malleable = false;
-  if (mj_init_adapt(&st) == MJ_OK) {
+  if (malleable_flag && mj_init_adapt(&st) == MJ_OK) {
     n = std::max(1, st.num_nodes);
     int rc = mj_register();
     malleable = rc == MJ_OK;
