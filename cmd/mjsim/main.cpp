@@ -30,8 +30,9 @@ int main(int argc, char** argv) {
   app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches")->capture_default_str();
-  app.add_option("--time-scale", scale, "esp: multiply runtimes and the submission interval (as share/dynres/esp "
-                                       "--scale does; results are then in scaled seconds)")
+  app.add_option("--time-scale", scale, "esp: multiply runtimes, the submission interval, the resize costs and the "
+                                       "malleable policies' time parameters (as share/dynres/esp --scale and "
+                                       "vcluster-boot --time-scale do; results are then in scaled seconds)")
       ->check(CLI::Range(1e-6, 1e6));
   app.add_option("--jobs", first, "simulate only the first N jobs in submission order");
   app.add_option("--procs-per-node", ppn, "SWF: processors per node")->check(CLI::Range(1, 1000000));
@@ -74,6 +75,14 @@ int main(int argc, char** argv) {
     if (workload == "esp") {
       o.nodes = nodes ? nodes : 34;
       jobs = dynres::sim::esp_jobs(o.nodes, fraction, seed, scale);
+      if (scale != 1) {  // the scaled clock: resize pauses and the malleable policies' guards too,
+                         // as vcluster-boot --time-scale writes them for the live run
+        o.grow_cost *= scale;
+        o.shrink_cost *= scale;
+        o.policy.grow_cost *= scale;
+        o.policy.min_remaining *= scale;
+        o.policy.min_resize_interval *= scale;
+      }
     } else if (workload == "batches") {
       o.nodes = nodes ? nodes : 32;
       jobs = dynres::sim::batch_jobs(seed, fraction);
