@@ -236,6 +236,9 @@ int main(int argc, char** argv) {
     double to_phase = std::max(0.0, m.phase_end[phase] - done) * g;
     double t = now_s();
     double wait = std::min(to_phase, std::max(0.0, last_report + interval - t));
+    // libmj's mj_wait_adapt returns only at its timeout even when an order
+    // arrives earlier (main at a87c351): wait in slices of at most 20 ms
+    wait = std::min(wait, 0.02);
     int pending = 0;
     mj_order o{};
     int rc = mj_wait_adapt(wait, &pending, nullptr, &o);
@@ -262,7 +265,7 @@ int main(int argc, char** argv) {
       double left = pause_end - now_s();
       if (left <= 0) break;
       int p = 0;
-      if (mj_wait_adapt(left, &p, nullptr, nullptr) != MJ_OK) {  // connection lost: sit the pause out
+      if (mj_wait_adapt(std::min(left, 0.02), &p, nullptr, nullptr) != MJ_OK) {  // connection lost: sit the pause out
         std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, pause_end - now_s())));
         break;
       }
