@@ -11,11 +11,12 @@
 // Downey), s the nominal serial fraction, s_p the phase's. The phases' work
 // is scaled so that the runtime at REQ_NODES is RUNTIME.
 //
-// Rigid (outside a job, or mj_init_adapt/mj_register refused): it prints the
-// line the former script printed and sleeps the model's runtime at
-// MJ_JOB_NUM_NODES, exactly as before.
+// Rigid (without --malleable, outside a job, or mj_init_adapt/mj_register
+// refused): it prints the line the former script printed and sleeps the
+// model's runtime at MJ_JOB_NUM_NODES, exactly as before.
 //
-// Malleable (registered): it tracks the fraction of work done, waits for
+// Malleable (--malleable, inside a job submitted with mjsub --malleable, and
+// registered): it tracks the fraction of work done, waits for
 // orders with mj_wait_adapt (no busy wait), and on an order pauses for the
 // resize cost (seed 002: 14.55 s grow, 7.41 s shrink, x --scale) without
 // progress — as mjsim does — then commits and continues at the new rate.
@@ -131,6 +132,7 @@ std::vector<sim::Phase> parse_phases(const std::string& text) {
 int main(int argc, char** argv) {
   double runtime = 0, serial = 0.05, scale = 1.0, grow_cost = 14.55, shrink_cost = 7.41, interval = 1.0, sigma = 1.0;
   int req = 1, esp_job = -1, esp_nodes = 34;
+  bool malleable_flag = false;
   uint64_t esp_seed = 1;
   std::string model_name = "amdahl", phases_text;
   CLI::App cli{"esp-app: the emulated ESP application, malleable in place (dynres issue 8; lib/sim's runtime model)"};
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   cli.add_option("--shrink-cost", shrink_cost, "seconds without progress per shrink, unscaled (default 7.41, seed 002)")
       ->check(CLI::Range(0.0, 1e6));
+  cli.add_flag("--malleable", malleable_flag, "register as malleable (a job submitted with mjsub --malleable)");
   cli.add_option("--report-interval", interval, "seconds between progress/MTCT reports (default 1)")
       ->check(CLI::Range(0.01, 3600.0));
   CLI11_PARSE(cli, argc, argv);
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
 
   mj_status st{};
   bool malleable = false;
-  if (mj_init_adapt(&st) == MJ_OK) {
+  if (malleable_flag && mj_init_adapt(&st) == MJ_OK) {
     n = std::max(1, st.num_nodes);
     int rc = mj_register();
     malleable = rc == MJ_OK;
@@ -233,6 +236,9 @@ int main(int argc, char** argv) {
     double to_phase = std::max(0.0, m.phase_end[phase] - done) * g;
     double t = now_s();
     double wait = std::min(to_phase, std::max(0.0, last_report + interval - t));
+    // libmj's mj_wait_adapt returns only at its timeout even when an order
+    // arrives earlier (main at a87c351): wait in slices of at most 20 ms
+    wait = std::min(wait, 0.02);
     int pending = 0;
     mj_order o{};
     int rc = mj_wait_adapt(wait, &pending, nullptr, &o);
@@ -248,6 +254,9 @@ int main(int argc, char** argv) {
     if (pending != 1) continue;
     const bool grow = o.kind == MJ_ORDER_EXPAND;
     if (!grow && o.kind != MJ_ORDER_SHRINK) continue;
+    // the order's node names are libmj's only until the order is settled
+    std::vector<std::string> named;
+    for (int i = 0; i < o.num_nodes && o.nodes; ++i) named.push_back(o.nodes[i] ? o.nodes[i] : "");
     if (mj_adapt_begin(&o, 0) != MJ_OK) continue;
     // the resize cost: no progress (as mjsim's pause_until)
     double pause_end = t + (grow ? grow_cost : shrink_cost) * scale;
@@ -256,7 +265,7 @@ int main(int argc, char** argv) {
       double left = pause_end - now_s();
       if (left <= 0) break;
       int p = 0;
-      if (mj_wait_adapt(left, &p, nullptr, nullptr) != MJ_OK) {  // connection lost: sit the pause out
+      if (mj_wait_adapt(std::min(left, 0.02), &p, nullptr, nullptr) != MJ_OK) {  // connection lost: sit the pause out
         std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, pause_end - now_s())));
         break;
       }
@@ -279,11 +288,10 @@ int main(int argc, char** argv) {
     if (c == MJ_OK) {
       int before = n;
       if (grow) {
-        for (int i = 0; i < o.num_nodes && o.nodes; ++i) nodes.push_back(o.nodes[i]);
+        nodes.insert(nodes.end(), named.begin(), named.end());
         ++expands;
       } else {
-        if (o.named)
-          for (int i = 0; i < o.num_nodes && o.nodes; ++i) released.push_back(o.nodes[i]);
+        if (o.named) released = named;
         for (auto& r : released) nodes.erase(std::remove(nodes.begin(), nodes.end(), r), nodes.end());
         ++shrinks;
       }

@@ -6,7 +6,7 @@
 // result their sum. See ../taskbag/taskbag.hpp for the coordinator/worker
 // runtime, the resize protocol and the output lines.
 //
-//   nqueens [-n N] [--prefix-depth D] [--workers W] [--task-sleep-ms MS] [-v]
+//   nqueens [-n N] [--prefix-depth D] [--workers W] [--task-sleep-ms MS] [--commit-delay-ms MS] [-v]
 //
 // Output: "nqueens n=N depth=D tasks=T solutions=S" and the taskbag lines.
 #include <CLI/CLI.hpp>

@@ -6,7 +6,8 @@
 // number of workers, the order of completion and the resizes. See
 // ../taskbag/taskbag.hpp for the runtime, the resize protocol and the output.
 //
-//   pi [--chunks C] [--chunk-samples S] [--seed X] [--workers W] [--task-sleep-ms MS] [-v]
+//   pi [--chunks C] [--chunk-samples S] [--seed X] [--workers W] [--task-sleep-ms MS]
+//      [--commit-delay-ms MS] [-v]
 //
 // Output: "pi chunks=C chunk_samples=S seed=X hits=H estimate=3.14..." and the taskbag lines.
 #include <CLI/CLI.hpp>

@@ -223,16 +223,28 @@ void Coordinator::log(const char* fmt, ...) {
 void Coordinator::setup_socket() {
   // A private directory under the working directory: the socket is reachable
   // by the workers on every node of a one-machine cluster, and only by us.
-  std::string tmpl = "./." + app_.name + "-taskbag.XXXXXX";
-  std::vector<char> t(tmpl.begin(), tmpl.end());
-  t.push_back(0);
-  if (!::mkdtemp(t.data())) throw std::runtime_error(std::string("mkdtemp in the working directory: ") + std::strerror(errno));
+  // Where the working directory is not writable: under $TMPDIR (or /tmp).
   char cwd[PATH_MAX];
   if (!::getcwd(cwd, sizeof cwd)) throw std::runtime_error("getcwd failed");
-  std::string rel = std::string(t.data()) + "/s";
-  sock_dir_ = std::string(cwd) + "/" + std::string(t.data() + 2);
+  std::string base = cwd;
+  std::string name = "." + app_.name + "-taskbag.XXXXXX";
+  std::string tmpl = base + "/" + name;
+  std::vector<char> t(tmpl.begin(), tmpl.end());
+  t.push_back(0);
+  if (!::mkdtemp(t.data())) {
+    const char* td = std::getenv("TMPDIR");
+    std::string alt = std::string(td && *td ? td : "/tmp") + "/" + name;
+    log("cannot create the socket directory in %s (%s): using %s", cwd, std::strerror(errno), alt.c_str());
+    t.assign(alt.begin(), alt.end());
+    t.push_back(0);
+    if (!::mkdtemp(t.data())) throw std::runtime_error(std::string("mkdtemp ") + alt + ": " + std::strerror(errno));
+  }
+  sock_dir_ = t.data();
   sock_path_ = sock_dir_ + "/s";
-  lfd_ = proto::listen_unix(sock_path_.size() < 100 ? sock_path_ : rel);
+  // a path longer than sun_path is bound relative to the working directory
+  std::string rel = sock_path_;
+  if (rel.size() >= 100 && rel.compare(0, base.size() + 1, base + "/") == 0) rel = "./" + rel.substr(base.size() + 1);
+  lfd_ = proto::listen_unix(rel);
   ::fcntl(lfd_, F_SETFL, ::fcntl(lfd_, F_GETFL) | O_NONBLOCK);
 }
 
