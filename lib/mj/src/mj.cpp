@@ -107,6 +107,7 @@ std::optional<json> read_until(const std::string& op, int timeout_ms) {
       }
       g.pushed.push_back(std::move(*m));
     }
+    if (op.empty() && !g.pushed.empty()) return std::nullopt;  // an order arrived: the waiter wants it now
     int left = -1;
     if (timeout_ms >= 0)
       left = static_cast<int>(std::max<long long>(

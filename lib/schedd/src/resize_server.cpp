@@ -392,7 +392,22 @@ std::vector<int> ResizeServer::issue(State& st, const sched::Decision& d, const 
     for (int i : idx) out.push_back(snap.nodes.at(i).name);
     return out;
   };
-  for (auto& s : d.shrinks) {
+  for (auto s : d.shrinks) {
+    // never release the job's first node: its batch script (and the
+    // coordinator of an in-place job) runs there; give back another of its
+    // nodes instead (the freed nodes only matter for the next pass's starts)
+    auto r = std::find_if(snap.running.begin(), snap.running.end(), [&](auto& x) { return x.id == s.job; });
+    if (r != snap.running.end() && !r->nodes.empty()) {
+      int first = *std::min_element(r->nodes.begin(), r->nodes.end());
+      auto it = std::find(s.nodes.begin(), s.nodes.end(), first);
+      if (it != s.nodes.end()) {
+        for (int cand : r->nodes)
+          if (cand != first && std::find(s.nodes.begin(), s.nodes.end(), cand) == s.nodes.end()) {
+            *it = cand;
+            break;
+          }
+      }
+    }
     blocked.insert(blocked.end(), s.nodes.begin(), s.nodes.end());
     std::string why;
     if (!send_order(st, s.job, resize::Kind::shrink, names(s.nodes), now, &why))
