@@ -142,7 +142,7 @@ inside() {
         if [[ $name == "mj$J" ]]; then
             got+="mj$J=$nodes "
             after=1
-        elif ((after)) && [[ $name != mj* ]]; then
+        elif ((after)) && [[ -n $name && $name != mj* ]]; then
             got+="mpi=$nodes "
             after=0
         fi
