@@ -129,7 +129,7 @@ inside() {
              END {for (s in n) print s, n[s]}' | sort -n)
     log "outer steps of allocation $SLURM_JOB_ID (step: nodes):"
     sed 's/^/  /' <<<"$steps"
-    name_of() { awk -v id="$SLURM_JOB_ID.$1" '$2 == id {print $3}' "$D/squeue-steps.log" | sort -u | head -1; }
+    name_of() { awk -v id="$SLURM_JOB_ID.$1" '$2 == id {print $3; exit}' "$D/squeue-steps.log"; }
     # the steps of the heat job: its script (named mj<J>) and, after each, the
     # MPI processes of its mpiexec (the next step that is not a script step)
     want="mj$J=$(hostnames "$n0" | cut -d' ' -f1) mpi=$(hostnames "$n0") mj$J=$(hostnames "$n1" | cut -d' ' -f1) mpi=$(hostnames "$n1") mj$J=$(hostnames "$n2" | cut -d' ' -f1) mpi=$(hostnames "$n2")"
@@ -170,7 +170,7 @@ command -v mpiexec >/dev/null || { echo "SKIP: mpiexec (Debian package mpich) is
 for t in heat mjsub mjstat mjsched mjcontrol icheckd icagent; do
     [[ -x $DYNRES_BIN/$t ]] || fail "$DYNRES_BIN/$t is not built"
 done
-ldd "$DYNRES_BIN/heat" | grep -q libmj || { echo "SKIP: heat is built without libmj"; exit 77; }
+[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || { echo "SKIP: heat is built without libmj"; exit 77; }
 unset "${!SLURM_@}" "${!MJ_@}" DYNRES_HOME
 export PATH=$DYNRES_BIN:$DYNRES_SRC/share/dynres:$PATH
 T0=$SECONDS
