@@ -12,6 +12,8 @@
 #   - events: resize_order, adapt_begin, expand/shrink with their duration;
 #     restart count 2; a new allocation per resize; node states consistent
 #     after each step (no node held by a job not running, counts match)
+#   - heat --malleable outside a job, or with the scheduler unreachable, says
+#     so and runs at a fixed size (same checksum); bad options exit 2
 # About 30 s.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
@@ -46,6 +48,24 @@ ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' | tail -1; }
 ARGS=(--nx 96 --ny 90 --iters 240 --iter-seconds 0.05 --print-every 40)
 ref=$("$DYNRES_BIN/heat" --nx 96 --ny 90 --iters 240 --no-icheck | ck)
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
+
+# ---- heat --malleable where it cannot resize: fixed size, same result ------
+printf 'direct: true\npfs_dir: %s/pfs\n' "$W" >"$W/direct.yaml"
+t_run env -u MJ_JOB_ID heat --malleable --nx 96 --ny 90 --iters 240 --app outside --config "$W/direct.yaml" --no-persist
+assert_eq 0 "$T_RC" "--malleable outside a dynres job runs ($T_ERR)"
+assert_contains "$T_ERR" "not inside a dynres job (MJ_JOB_ID unset): running at a fixed size" "and says so"
+assert_eq "$ref" "$(ck <<<"$T_OUT")" "at a fixed size, with the fixed-size checksum"
+t_run env MJ_JOB_ID=7 MJ_SECRET=00 MJ_SOCKET="$T_TMP/nosuch.sock" heat --malleable --nx 96 --ny 90 --iters 240 \
+  --app nosched --config "$W/direct.yaml" --no-persist
+assert_eq 0 "$T_RC" "--malleable with the scheduler unreachable runs ($T_ERR)"
+assert_match 'mj_init_adapt: .*running at a fixed size' "$(tr '\n' ' ' <<<"$T_ERR")" "and names the problem"
+assert_eq "$ref" "$(ck <<<"$T_OUT")" "with the fixed-size checksum"
+for bad in "--malleable --no-icheck" "--malleable --hand-redist $W/h.bin" "--iter-seconds -1" "--iter-seconds 1x" "--iter-seconds nan"; do
+  # shellcheck disable=SC2086
+  t_run heat --nx 8 --ny 8 --iters 2 $bad
+  assert_eq 2 "$T_RC" "heat $bad is refused (exit 2)"
+  assert_match '^heat: --(malleable|iter-seconds)' "$T_ERR" "heat $bad: the message names the option"
+done
 
 # A malleable job starts on as many idle nodes as it may take (easy): a
 # rigid job holds 3 of the 4 nodes until heat runs on the fourth.
