@@ -118,6 +118,7 @@ assert_eq COMPLETED "$(job_state "$C" "$J")" "the job completed ($(job_col "$C" 
 O=$(out)
 assert_eq "$ref" "$(ck <<<"$O")" "grown 1 -> 4 and shrunk 4 -> 2, heat ends with the fixed-size checksum"
 assert_eq 1 "$(grep -c '^heat: checksum=' <<<"$O")" "one final result (the stopped runs print none)"
+assert_match 'heat: malleable probes=[1-9][0-9]* probe_seconds=' "$O" "the last run probed for orders and says how long it took"
 assert_eq 2 "$(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$J AND kind='resize_order'")" "two resize_order events"
 assert_eq 2 "$(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$J AND kind='adapt_begin'")" "two adapt_begin events"
 assert_match '^from=1 to=4 order=[0-9]+ duration=[0-9.]+s?' "$(sq "$C" "SELECT detail FROM events WHERE job_id=$J AND kind='expand'")" \

@@ -69,7 +69,12 @@
  * redistributed over the new process count (the script chooses it, e.g.
  * one rank per node of MJ_JOB_NUM_NODES) and rank 0 commits the order with
  * mj_adapt_commit ("heat: resumed order=..."). Before the last iteration's
- * result rank 0 deregisters (no order is accepted in the shutdown phase).
+ * result rank 0 deregisters (no order is accepted in the shutdown phase;
+ * a job cannot register again, so a later heat run in the same job script
+ * runs at a fixed size) and prints "heat: malleable probes=N
+ * probe_seconds=S poll_seconds=T" (rank 0's time in mj_probe_adapt, and in
+ * the probes plus the broadcasts of their answers, which includes waiting
+ * for the slowest rank; also on the "stopped for resize" line).
  * The time stamps t_* of these lines are Unix times in seconds (rank 0's
  * clock) for bench/mj/restart_resize.sh. --malleable needs iCheck; outside
  * a dynres job it says so and heat runs at a fixed size, as it does when
@@ -223,6 +228,7 @@ typedef struct {
   double t_main;     /* rank 0: wall clock at the top of main */
 } mall_t;
 static mall_t M;
+static double mj_probe_s = 0; /* rank 0: seconds in mj_probe_adapt */
 
 static void mj_warn(const char* what, int rc) {
   fprintf(stderr, "heat: --malleable: %s: %s%s%s\n", what, mj_strerror(rc), mj_last_error()[0] ? ": " : "",
@@ -235,7 +241,9 @@ static int mall_poll(mj_order* o, double* t_seen) {
   int64_t msg[5] = {0, 0, 0, 0, 0}; /* go, order id, kind, nodes before, after */
   if (P.rank == 0) {
     int pending = 0;
+    const double tp = now_s();
     int rc = mj_probe_adapt(&pending, NULL, o);
+    mj_probe_s += now_s() - tp;
     if (rc == MJ_OK && pending == 1) {
       *t_seen = wall_s();
       rc = mj_adapt_begin(o, MJ_ADAPT_RESTART);
@@ -495,7 +503,8 @@ int main(int argc, char** argv) {
   if (P.mpi && malleable) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
   int64_t adapt_order = 0; /* > 0: stopped for this restart-based resize */
-  double adapt_seconds = 0, t_seen = 0;
+  double adapt_seconds = 0, t_seen = 0, probe_s = 0; /* probe_s: rank 0's time in mall_poll */
+  long probes = 0;
   mj_order adapt;
   memset(&adapt, 0, sizeof adapt);
 #endif
@@ -568,7 +577,14 @@ int main(int argc, char** argv) {
     if (iter_done == stop_at) break;
 #ifdef HEAT_HAVE_MJ
     /* no order is taken after the last iteration: the job ends anyway */
-    if (malleable && iter_done < iters && mall_poll(&adapt, &t_seen)) {
+    int go = 0;
+    if (malleable && iter_done < iters) {
+      const double tp = now_s();
+      go = mall_poll(&adapt, &t_seen);
+      probe_s += now_s() - tp;
+      ++probes;
+    }
+    if (go) {
       double t0 = now_s();
       if (P.rank == 0 && !quiet)
         printf("heat: adapt order=%lld %s nodes=%d->%d iteration=%d t_seen=%.6f\n", (long long)adapt.id,
@@ -591,8 +607,9 @@ int main(int argc, char** argv) {
 #ifdef HEAT_HAVE_MJ
   if (adapt_order > 0) {
     if (P.rank == 0)
-      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f t_seen=%.6f t_flushed=%.6f\n",
-             (long long)adapt_order, iter_done, P.size, adapt_seconds, t_seen, wall_s());
+      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f probes=%ld probe_seconds=%.6f"
+             " poll_seconds=%.6f t_seen=%.6f t_flushed=%.6f\n",
+             (long long)adapt_order, iter_done, P.size, adapt_seconds, probes, mj_probe_s, probe_s, t_seen, wall_s());
     free(u);
     free(un);
 #ifdef HEAT_HAVE_MPI
@@ -601,6 +618,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (malleable && P.rank == 0) { /* shutdown phase: no more orders */
+    if (!quiet) printf("heat: malleable probes=%ld probe_seconds=%.6f poll_seconds=%.6f\n", probes, mj_probe_s, probe_s);
     int rc = mj_deregister();
     if (rc != MJ_OK) mj_warn("mj_deregister", rc);
     mj_finalize();
