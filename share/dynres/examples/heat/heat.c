@@ -138,7 +138,7 @@ static double max_over_ranks(double v) {
 }
 
 /* Unix time in seconds (the scheduler's clock: resize_orders.sent/settled). */
-static double wall_s(void) {
+__attribute__((unused)) static double wall_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -503,7 +503,7 @@ int main(int argc, char** argv) {
   if (P.mpi && malleable) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
   int64_t adapt_order = 0; /* > 0: stopped for this restart-based resize */
-  double adapt_seconds = 0, t_seen = 0, probe_s = 0; /* probe_s: rank 0's time in mall_poll */
+  double adapt_seconds = 0, ckpt_seconds = 0, t_seen = 0, probe_s = 0; /* probe_s: rank 0's time in mall_poll */
   long probes = 0;
   mj_order adapt;
   memset(&adapt, 0, sizeof adapt);
@@ -590,8 +590,11 @@ int main(int argc, char** argv) {
         printf("heat: adapt order=%lld %s nodes=%d->%d iteration=%d t_seen=%.6f\n", (long long)adapt.id,
                adapt.kind == MJ_ORDER_EXPAND ? "expand" : "shrink", adapt.num_nodes_before, adapt.num_nodes_after,
                iter_done, t_seen);
+#ifndef NO_ICHECK /* (without iCheck --malleable is refused) */
       if (!(ckpt_every > 0 && iter_done % ckpt_every == 0)) check_ic(icheck_commit(), "icheck_commit");
+      ckpt_seconds = max_over_ranks(now_s() - t0);
       check_ic(icheck_finalize(0), "icheck_finalize"); /* flush to the second level */
+#endif
       adapt_seconds = max_over_ranks(now_s() - t0);
       adapt_order = adapt.id;
       break;
@@ -607,9 +610,9 @@ int main(int argc, char** argv) {
 #ifdef HEAT_HAVE_MJ
   if (adapt_order > 0) {
     if (P.rank == 0)
-      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f probes=%ld probe_seconds=%.6f"
+      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f icheck_commit_seconds=%.6f probes=%ld probe_seconds=%.6f"
              " poll_seconds=%.6f t_seen=%.6f t_flushed=%.6f\n",
-             (long long)adapt_order, iter_done, P.size, adapt_seconds, probes, mj_probe_s, probe_s, t_seen, wall_s());
+             (long long)adapt_order, iter_done, P.size, adapt_seconds, ckpt_seconds, probes, mj_probe_s, probe_s, t_seen, wall_s());
     free(u);
     free(un);
 #ifdef HEAT_HAVE_MPI
