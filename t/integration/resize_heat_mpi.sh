@@ -14,7 +14,7 @@
 #     after each step (no node held by a job not running, counts match)
 #   - heat --malleable outside a job, or with the scheduler unreachable, says
 #     so and runs at a fixed size (same checksum); bad options exit 2
-# About 30 s.
+# About 20 s.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
 command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"

@@ -19,7 +19,7 @@
 #     launched on exactly the job's nodes of that run: 1 node, then the 4
 #     nodes of the expand, then the 2 nodes left by the shrink.
 # Exit 77 (skip) when not root (the outer Slurm needs it) or without mpiexec.
-# DYNRES_KEEP_TMP=1 keeps the temporary directory. About 40 s.
+# DYNRES_KEEP_TMP=1 keeps the temporary directory. About 25 s.
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
