@@ -91,13 +91,13 @@ inside() {
     wait_until 20 "heat job running" state_is "$J" RUNNING
     registered() { [[ $(grep -c '^heat: malleable job=' "$W/heat.out" 2>/dev/null) -ge $1 &&
                       $(sq "SELECT phase FROM mj_jobs WHERE job_id=$J") == accepting ]]; }
-    wait_until 30 "heat registered" registered 1
     local n0
     n0=$(sq "SELECT nodelist FROM jobs WHERE id=$J")
     [[ $(sq "SELECT num_nodes FROM jobs WHERE id=$J") == 1 ]] || fail "heat did not start on 1 node ($n0)"
     mjcancel "$B" >/dev/null
     wait_until 20 "blocker cancelled" state_is "$B" CANCELLED
     wait_until 20 "3 idle nodes" eval "[[ \$(sq 'SELECT COUNT(*) FROM nodes WHERE job_id IS NULL') == 3 ]]"
+    wait_until 30 "heat registered" registered 1
 
     mjcontrol resize "$J" 4 --wait 40 || { cat "$W/heat.out" >&2; fail "expand 1 -> 4 not committed"; }
     local n1
