@@ -223,7 +223,6 @@ static int hand_load(const char* f, double* rows, long r0, long lrows, long nx, 
 #ifdef HEAT_HAVE_MJ
 /* The malleable side (rank 0 talks to libmj; the others follow by broadcast). */
 typedef struct {
-  int on;            /* registered: probe every iteration */
   mj_status st;      /* rank 0: from mj_init_adapt */
   double t_main;     /* rank 0: wall clock at the top of main */
 } mall_t;
@@ -379,7 +378,9 @@ int main(int argc, char** argv) {
   }
 
 #ifdef HEAT_HAVE_MJ
-  /* Only rank 0 talks to the scheduler (mj(3)); the others learn by broadcast. */
+  /* Only rank 0 talks to the scheduler (mj(3)); the others learn by
+   * broadcast (only when asked: without --malleable nothing changes). */
+  __attribute__((unused)) const int mall_asked = malleable; /* the same on every rank (arguments) */
   if (malleable && !getenv("MJ_JOB_ID")) {
     if (P.rank == 0)
       fprintf(stderr, "heat: --malleable: not inside a dynres job (MJ_JOB_ID unset): running at a fixed size\n");
@@ -398,7 +399,7 @@ int main(int argc, char** argv) {
     }
   }
 #ifdef HEAT_HAVE_MPI
-  if (P.mpi) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (P.mpi && mall_asked) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
   double t_restore0 = 0, t_restore1 = 0;
 #endif
@@ -500,7 +501,7 @@ int main(int argc, char** argv) {
     }
   }
 #ifdef HEAT_HAVE_MPI
-  if (P.mpi && malleable) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (P.mpi && mall_asked) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD); /* mj_register may fail */
 #endif
   int64_t adapt_order = 0; /* > 0: stopped for this restart-based resize */
   double adapt_seconds = 0, ckpt_seconds = 0, t_seen = 0, probe_s = 0; /* probe_s: rank 0's time in mall_poll */
@@ -610,9 +611,11 @@ int main(int argc, char** argv) {
 #ifdef HEAT_HAVE_MJ
   if (adapt_order > 0) {
     if (P.rank == 0)
-      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f icheck_commit_seconds=%.6f probes=%ld probe_seconds=%.6f"
-             " poll_seconds=%.6f t_seen=%.6f t_flushed=%.6f\n",
-             (long long)adapt_order, iter_done, P.size, adapt_seconds, ckpt_seconds, probes, mj_probe_s, probe_s, t_seen, wall_s());
+      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f"
+             " icheck_commit_seconds=%.6f probes=%ld probe_seconds=%.6f poll_seconds=%.6f t_seen=%.6f"
+             " t_flushed=%.6f\n",
+             (long long)adapt_order, iter_done, P.size, adapt_seconds, ckpt_seconds, probes, mj_probe_s, probe_s,
+             t_seen, wall_s());
     free(u);
     free(un);
 #ifdef HEAT_HAVE_MPI
