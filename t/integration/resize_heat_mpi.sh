@@ -12,8 +12,9 @@
 #   - events: resize_order, adapt_begin, expand/shrink with their duration;
 #     restart count 2; a new allocation per resize; node states consistent
 #     after each step (no node held by a job not running, counts match)
-#   - heat --malleable outside a job, or with the scheduler unreachable, says
-#     so and runs at a fixed size (same checksum); bad options exit 2
+#   - heat --malleable outside a job, or with the scheduler unreachable, or
+#     run a second time in a job (no re-registration), says so and runs at a
+#     fixed size (same checksum); bad options exit 2
 # About 20 s.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
@@ -132,5 +133,16 @@ assert_eq 2 "$(sq "$C" "SELECT restart_count FROM mj_jobs WHERE job_id=$J")" "re
 assert_eq 3 "$(sq "$C" "SELECT COUNT(*) FROM allocations WHERE job_id=$J")" "a new allocation per resize"
 assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM nodes WHERE job_id IS NOT NULL")" "no node held after the end"
 nodes_consistent "at the end"
+
+# ---- a second heat in the same job cannot register again (the job
+# deregistered at the end of the first): it runs at a fixed size, every rank
+write_script "$W/twice.sh" '#!/bin/bash' '#SBATCH -N 2' '#SBATCH --malleable' '#SBATCH --min-nodes 2' '#SBATCH --max-nodes 2' \
+  "for r in 1 2; do mpiexec -f \"\$MJ_NODEFILE\" -n 2 $DYNRES_BIN/heat --malleable --nx 96 --ny 90 --iters 240 --app tw\$r-\$MJ_JOB_ID --no-persist || exit 1; done"
+T=$(mjsub --parsable -o "$W/twice.out" "$W/twice.sh") || t_fatal "mjsub twice.sh failed"
+wait_state 30 "$C" "$T" COMPLETED FAILED
+assert_eq COMPLETED "$(job_state "$C" "$T")" "two malleable heat runs in one job complete"
+assert_contains "$(cat "$W/twice.out")" "mj_register: call out of order" "the second cannot register again"
+assert_eq "$ref $ref" "$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/twice.out" | tr '\n' ' ' | sed 's/ $//')" \
+  "both end with the fixed-size checksum"
 check_allocations_disjoint "$C"
 t_done
