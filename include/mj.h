@@ -115,7 +115,8 @@ typedef struct {
   int num_nodes_after;   /* and after it is committed */
   double deadline;       /* seconds (scheduler clock, Unix time) by which it must be committed */
   int num_nodes;         /* entries in nodes[] (== count when named, 0 otherwise) */
-  const char* const* nodes; /* node names; owned by libmj, valid until the order is settled */
+  const char* const* nodes; /* node names; owned by libmj, valid until the next order arrives
+                               (so also right after its commit) or mj_finalize */
 } mj_order;
 
 /* Is an order pending? Never blocks. *pending = 1 and *order filled when one

@@ -16,22 +16,39 @@ int main(int argc, char** argv) {
                "print the workload metrics.",
                "mjsim"};
   std::string workload, policy, config, csv, gantt, model = "amdahl";
+  std::string corridor, power_csv, power_plot, power_mode;
   int nodes = 0, ppn = 1;
   double fraction = 0, scale = 1;
   size_t first = 0;
   uint64_t seed = 1;
-  bool json = false, quiet = false, progress = false;
+  bool json = false, quiet = false, progress = false, notes = false;
   dynres::sim::SimOptions o;
-  app.add_option("-w,--workload", workload, "esp | batches | an SWF trace file")->required();
+  app.add_option("-w,--workload", workload,
+                 "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file")
+      ->required();
   app.add_option("-p,--policy", policy,
-                 "fcfs|backfill|easy|fpsma|egs|minagree|perf (default: --config's scheduler.policy, else easy)");
+                 "fcfs|backfill|easy|fpsma|egs|minagree|perf|power (default: --config's scheduler.policy, else easy)");
+  app.add_option("--corridor", corridor,
+                 "power corridor over time: lines 'TIME LOWER UPPER' (s, W, W); tracks the modelled draw "
+                 "(default for the power-* workloads: the seed's corridor)");
+  auto* iw = app.add_option("--idle-watts", o.idle_watts, "draw of an idle node, W (default 71; power-upper/lower/dynamic 0)")
+                 ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--node-max-watts", o.node_max_watts, "most a busy node draws, W (a job without hints: midpoint with --idle-watts)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--power-mode", power_mode,
+                 "power policy: aware (Algorithm 4) | runtime (reconfigure running jobs only, never hold); "
+                 "default: --config's scheduler.power.mode, else aware");
+  app.add_option("--power-csv", power_csv, "write the draw and the corridor over time to this CSV file");
+  app.add_option("--power-plot", power_plot, "write the draw against the corridor (PNG, gnuplot) to this file");
   app.add_option("-N,--nodes", nodes, "cluster size (default: esp 34, batches 32, SWF: the trace's MaxNodes)")
       ->check(CLI::Range(1, 1000000));
-  app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches)")
+  auto* mf = app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches, power-*: default 1)")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches")->capture_default_str();
-  app.add_option("--time-scale", scale, "esp: multiply runtimes and the submission interval (as share/dynres/esp "
-                                       "--scale does; results are then in scaled seconds)")
+  app.add_option("--time-scale", scale, "esp: multiply runtimes, the submission interval, the resize costs and the "
+                                       "malleable policies' time parameters (as share/dynres/esp --scale and "
+                                       "vcluster-boot --time-scale do; results are then in scaled seconds)")
       ->check(CLI::Range(1e-6, 1e6));
   app.add_option("--jobs", first, "simulate only the first N jobs in submission order");
   app.add_option("--procs-per-node", ppn, "SWF: processors per node")->check(CLI::Range(1, 1000000));
@@ -52,6 +69,7 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv, "write one line per job to this CSV file");
   app.add_option("--gantt", gantt, "write a Gantt chart (PNG, gnuplot) to this file");
   app.add_flag("--json", json, "print the metrics as JSON");
+  app.add_flag("--notes", notes, "print the policy's notes (why the power policy kept a broken corridor) on stderr");
   app.add_flag("--progress", progress, "show progress on stderr (default when stderr is a terminal)");
   app.add_flag("-q,--quiet", quiet, "no progress");
   CLI11_PARSE(app, argc, argv);
@@ -64,8 +82,14 @@ int main(int argc, char** argv) {
     if (o.tick > 0 && o.tick < 0.1) throw std::runtime_error("--tick must be 0 or at least 0.1 seconds");
     if (policy.empty()) policy = dynres::sched::to_string(o.policy.policy);
     auto p = dynres::sched::parse_policy(policy);
-    if (!p) throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
+    if (!p)
+      throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf|power)");
     o.policy.policy = *p;
+    if (!power_mode.empty()) {
+      if (power_mode != "aware" && power_mode != "runtime")
+        throw std::runtime_error("--power-mode must be aware or runtime");
+      o.policy.power_runtime_only = power_mode == "runtime";
+    }
     if (model != "amdahl" && model != "downey") throw std::runtime_error("--model must be amdahl or downey");
     o.model = model == "amdahl" ? dynres::sim::Model::amdahl : dynres::sim::Model::downey;
 
@@ -74,9 +98,23 @@ int main(int argc, char** argv) {
     if (workload == "esp") {
       o.nodes = nodes ? nodes : 34;
       jobs = dynres::sim::esp_jobs(o.nodes, fraction, seed, scale);
+      if (scale != 1) {  // the scaled clock: resize pauses and the malleable policies' guards too,
+                         // as vcluster-boot --time-scale writes them for the live run
+        o.grow_cost *= scale;
+        o.shrink_cost *= scale;
+        o.policy.grow_cost *= scale;
+        o.policy.min_remaining *= scale;
+        o.policy.min_resize_interval *= scale;
+      }
     } else if (workload == "batches") {
       o.nodes = nodes ? nodes : 32;
       jobs = dynres::sim::batch_jobs(seed, fraction);
+    } else if (dynres::sim::is_power_workload(workload)) {
+      o.nodes = nodes ? nodes : dynres::sim::power_default_nodes(workload);
+      if (mf->count() == 0) fraction = 1;
+      jobs = dynres::sim::power_jobs(workload, fraction, seed);
+      if (corridor.empty()) o.corridor = dynres::sim::power_default_corridor(workload);
+      if (iw->count() == 0) o.idle_watts = dynres::sim::power_default_idle_watts(workload);
     } else {
       if (fraction > 0) throw std::runtime_error("--malleable-fraction applies to esp and batches, not to SWF traces");
       auto tr = dynres::sim::read_swf(workload, ppn, nodes);
@@ -86,9 +124,13 @@ int main(int argc, char** argv) {
       note = "dropped: " + std::to_string(tr.dropped_too_large) + " larger than the machine, " +
              std::to_string(tr.dropped_invalid) + " without run time or size";
     }
+    if (!corridor.empty()) o.corridor = dynres::sim::read_corridor(corridor);
+    if ((!power_csv.empty() || !power_plot.empty()) && o.corridor.empty())
+      throw std::runtime_error("--power-csv and --power-plot need a corridor (--corridor FILE or a power-* workload)");
     if (scale != 1 && workload != "esp") throw std::runtime_error("--time-scale applies to the esp workload only");
     dynres::sim::keep_first(jobs, first);
     o.keep_nodelists = !gantt.empty();
+    if (notes) o.on_note = [](double t, const std::string& n) { std::fprintf(stderr, "mjsim: t = %.3f s: %s\n", t, n.c_str()); };
     if ((progress || ::isatty(2)) && !quiet)
       o.progress = [](size_t done, size_t total, double now) {
         std::fprintf(stderr, "\rmjsim: %zu/%zu jobs done, t = %.0f s   ", done, total, now);
@@ -96,6 +138,11 @@ int main(int argc, char** argv) {
       };
     auto r = dynres::sim::simulate(std::move(jobs), o);
     if (!csv.empty()) dynres::sim::write_jobs_csv(csv, r);
+    if (!power_csv.empty()) dynres::sim::write_power_csv(power_csv, r);
+    if (!power_plot.empty())
+      dynres::write_power_png(power_plot, r.power,
+                              "mjsim " + policy + (policy == "power" ? (o.policy.power_runtime_only ? " (runtime only)" : " (aware)") : "") +
+                                  ": " + workload + " — " + std::to_string(r.violations) + " violations");
     if (!gantt.empty()) {
       std::vector<std::string> order;
       for (int i = 1; i <= o.nodes; ++i) order.push_back("n" + std::to_string(i));
@@ -108,6 +155,8 @@ int main(int argc, char** argv) {
       j["nodes"] = o.nodes;
       j["malleable_fraction"] = fraction;
       j["seed"] = seed;
+      if (r.power_tracked && o.policy.policy == dynres::sched::Policy::power)
+        j["power"]["mode"] = o.policy.power_runtime_only ? "runtime" : "aware";
       if (!note.empty()) j["note"] = note;
       std::cout << j.dump(2) << "\n";
     } else {
@@ -115,6 +164,11 @@ int main(int argc, char** argv) {
       std::printf("node-seconds held         %.0f\nmakespan lower bound      %.1f s\nscheduling passes         %zu\n",
                   r.work, r.lower_bound, r.passes);
       if (r.never_started) std::printf("never started             %zu\n", r.never_started);
+      if (r.power_tracked)
+        std::printf("corridor violations       %d (breaks seen by a pass: %d)\n"
+                    "above / below corridor    %.0f / %.0f W s\n"
+                    "draw while jobs ran       %.0f - %.0f W (modelled)\n",
+                    r.violations, r.breaks, r.above_ws, r.below_ws, r.min_draw, r.max_draw);
       if (!note.empty()) std::cout << note << "\n";
     }
     return 0;

@@ -13,6 +13,7 @@
 #include "dynres/metrics.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/resize_store.hpp"
 #include "dynres/schedd.hpp"
 #include "dynres/views.hpp"
 
@@ -63,7 +64,13 @@ int main(int argc, char** argv) {
         std::cerr << "mjstat: error: invalid job id " << ids[0] << "\n";
         return 1;
       }
-      std::cout << (json ? dynres::job_to_json(*j).dump(2) + "\n" : dynres::render_detail(*j, now));
+      if (json) {
+        auto o = dynres::job_to_json(*j);
+        o["malleable"] = dynres::resize::detail_json(st, j->id);  // protocol phase, MTCT, orders
+        std::cout << o.dump(2) << "\n";
+      } else {
+        std::cout << dynres::render_detail(*j, now) << dynres::resize::render_detail(st, j->id);
+      }
       return 0;
     }
     filter.ids.insert(ids.begin(), ids.end());

@@ -28,7 +28,7 @@ done
 
 # The pages this test owns, and which page documents which tool.
 PAGES=(mjsub.1 mjstat.1 mjcancel.1 mjcontrol.1 mjsched.8 mjstepd.8 mjworkload.1 mjsim.1 pcorridor.1
-       vcluster-boot.1 vcluster-down.1 esp.1 dynres.yaml.5 dynres.7)
+       vcluster-boot.1 vcluster-down.1 esp.1 dynres.yaml.5 dynres.7 mj.3)
 declare -A PAGE_OF=([mjsub]=mjsub.1 [mjstat]=mjstat.1 [mjcancel]=mjcancel.1 [mjcontrol]=mjcontrol.1 [mjsched]=mjsched.8
                     [pcorridor]=pcorridor.1
                     [mjstepd]=mjstepd.8 [mjworkload]=mjworkload.1 [mjsim]=mjsim.1)

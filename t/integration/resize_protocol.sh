@@ -65,6 +65,16 @@ assert_eq 1 "$(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$A AND kind='mj
 t_run mjstat --metrics
 assert_match 'resizes +1 expands, 1 shrinks' "$T_OUT" "mjstat --metrics counts the resizes"
 nodes_consistent "after expand"
+t_run mjstat -j "$A"
+assert_contains "$T_OUT" "Malleable=accepting" "mjstat -j shows the protocol phase"
+assert_match 'Resize order=[0-9]+ shrink [0-9]->2 n[^ ]+ committed after 0\.[0-9]+ s' "$T_OUT" "mjstat -j lists the shrink"
+assert_match 'Resize order=[0-9]+ expand 2->5 n[^ ]+ committed after' "$T_OUT" "mjstat -j lists the expand"
+t_run mjstat -j "$A" --json
+assert_eq accepting "$(printf '%s' "$T_OUT" | perl -MJSON::PP -0777 -ne 'print decode_json($_)->{malleable}{phase}')" "--json carries the phase"
+assert_eq "committed committed" "$(printf '%s' "$T_OUT" | perl -MJSON::PP -0777 -ne 'print join " ", map { $_->{state} } @{decode_json($_)->{malleable}{orders}}')" \
+  "--json lists the orders"
+t_run mjstat --gantt "$T_TMP/gantt.png"
+[[ -s $T_TMP/gantt.png ]] && t_pass "gantt drawn" || t_fail "mjstat --gantt wrote nothing ($T_ERR)"
 # refused orders change nothing
 t_run mjcontrol resize "$A" 7
 assert_ne 0 "$T_RC" "resize beyond --max-nodes refused"
@@ -80,6 +90,8 @@ MJ_SECRET=wrong mjtest hello
 MJ_JOB_ID='"$A"' mjtest hello
 env -u MJ_JOB_ID -u MJ_SECRET mjtest hello
 mjtest commit-bogus
+mjtest perf 1 3
+mjtest perf -1 3
 mjtest register-twice' -N 1 --min-nodes 1 --max-nodes 1)
 wait_state 20 "$C" "$B" COMPLETED FAILED
 BO=$(out_of "$B")
@@ -91,6 +103,8 @@ assert_match "error init -3 .*wrong secret for job $A" "$BO" "another job's id w
 assert_match 'error init -1 ' "$BO" "outside a job: MJ_ERR_ENV"
 assert_match 'commit-bogus -4 order 999999 is not outstanding' "$BO" "an acknowledgement for an order never sent is refused"
 assert_match 're-register -5 ' "$BO" "re-registration after deregistration is refused (MJ_ERR_STATE)"
+assert_match 'error perf -8 ' "$BO" "a negative time in a performance report is refused (MJ_ERR_ARG)"
+assert_contains "$(mjstat -j "$B")" "MTCT=0.333" "the reported MTCT (1 s MPI / 3 s compute) reaches the state file"
 assert_contains "$(cat "$C/mjsched.log")" "refused a job connection: wrong secret" "refusals are logged"
 [[ -n $(sched_pid "$C") ]] && t_pass "mjsched survived the bad input" || t_fail "mjsched died on bad input"
 t_run mjcontrol resize "$A" 3 --wait 5

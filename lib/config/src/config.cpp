@@ -54,6 +54,22 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
 }
 
+/// scheduler.power: parameters of the power policy (dynres.yaml(5)).
+void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
+  const std::string w = "scheduler.power";
+  check_keys(m, w, {"mode", "favour_malleable", "max_tries", "ilp_time_limit"}, path);
+  auto mode = get<std::string>(m, "mode", pc.power_runtime_only ? "runtime" : "aware", w, path);
+  if (mode != "aware" && mode != "runtime") throw ConfigError(path + ": " + w + ".mode must be aware or runtime");
+  pc.power_runtime_only = mode == "runtime";
+  pc.power_favour_malleable = get<bool>(m, "favour_malleable", pc.power_favour_malleable, w, path);
+  pc.power_max_tries = get<int>(m, "max_tries", pc.power_max_tries, w, path);
+  if (pc.power_max_tries < 1 || pc.power_max_tries > 64)
+    throw ConfigError(path + ": " + w + ".max_tries must be between 1 and 64");
+  pc.power_ilp_time_limit = get<double>(m, "ilp_time_limit", pc.power_ilp_time_limit, w, path);
+  if (!(pc.power_ilp_time_limit > 0 && pc.power_ilp_time_limit <= 10))
+    throw ConfigError(path + ": " + w + ".ilp_time_limit must be > 0 and <= 10 seconds");
+}
+
 }  // namespace
 
 Config load_config(const std::string& path) {
@@ -70,13 +86,14 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize"}, path);
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power"}, path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
   if (!p)
-    throw ConfigError(path + ": unknown scheduler.policy '" + pol + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf)");
+    throw ConfigError(path + ": unknown scheduler.policy '" + pol + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf|power)");
   c.policy.policy = *p;
   load_malleable(s ? s["malleable"] : YAML::Node(), c.policy, path);
+  load_power(s ? s["power"] : YAML::Node(), c.policy, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
   if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);

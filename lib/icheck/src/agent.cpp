@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -123,8 +124,15 @@ class Agent {
       std::printf("READY %s\n", addr.c_str());
       std::fflush(stdout);
     }
+    if (test_ops_)
+      std::fprintf(stderr, "icagent %s: test operations enabled (ICHECK_AGENT_TEST_OPS=1): for tests only\n",
+                   opt_.id.c_str());
     std::thread pfs([this] { pfs_loop(); });
-    // One thread per control connection; a finished one is joined by the
+    // One thread per control connection, which first authenticates its peer
+    // (MUNGE on TCP, up to kAuthTimeoutMs): a slow or silent client never
+    // stalls the accept loop and thus never the other clients. At most
+    // kMaxPreAuth connections of one peer host wait for authentication at a
+    // time, kMaxConns connections in all. A finished thread is joined by the
     // accept loop and its socket closed (managers open one per heartbeat).
     struct Worker {
       std::thread t;
@@ -143,18 +151,22 @@ class Agent {
     const pid_t parent = ::getppid();
     while (!stop_ && !(ext_stop && *ext_stop)) {
       if (opt_.exit_with_parent && ::getppid() != parent) break;  // orphaned
-      Socket c = accept_on(l, 200);
+      Socket c = accept_unauthenticated(l, 200);
       trim_spares();
       reap();
       if (!c.valid()) continue;
-      // The application's uid, or the service (root, or the uid this agent
-      // runs as: its manager and peer agents); -1 = TCP without
-      // authentication (allowed on loopback only).
-      long pu = peer_uid(c);
-      if (pu >= 0 && uint32_t(pu) != opt_.uid && pu != 0 && pu != long(::geteuid())) {
-        std::fprintf(stderr, "icagent %s: refused a connection from uid %ld (serves uid %u)\n", opt_.id.c_str(), pu,
-                     opt_.uid);
-        try { send_msg(c, {{"error", "perm: connection from another user"}}); } catch (...) {}
+      const std::string host = peer_host(c);
+      std::string over;
+      if (workers.size() >= kMaxConns) {
+        over = "too many connections";
+      } else if (!host.empty()) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (pre_auth_[host] >= kMaxPreAuth) over = "too many unauthenticated connections from " + host;
+        else pre_auth_[host]++;
+      }
+      if (!over.empty()) {
+        std::fprintf(stderr, "icagent %s: refused a connection: %s\n", opt_.id.c_str(), over.c_str());
+        try { send_msg(c, {{"error", "busy: " + over}}); } catch (...) {}
         continue;
       }
       auto sp = std::make_shared<Socket>(std::move(c));
@@ -163,8 +175,13 @@ class Agent {
         conns_.push_back(sp);
       }
       auto done = std::make_shared<std::atomic<bool>>(false);
-      workers.push_back({std::thread([this, sp, done] {
-                           serve(*sp);
+      workers.push_back({std::thread([this, sp, done, host] {
+                           const bool authed = authenticate_accepted(*sp);
+                           if (!host.empty()) {
+                             std::lock_guard<std::mutex> g(mu_);
+                             if (--pre_auth_[host] <= 0) pre_auth_.erase(host);
+                           }
+                           if (authed && peer_allowed(*sp)) serve(*sp);
                            {
                              std::lock_guard<std::mutex> g(mu_);
                              conns_.erase(std::remove(conns_.begin(), conns_.end(), sp), conns_.end());
@@ -201,6 +218,18 @@ class Agent {
     auto& ref = *f;
     fabrics_[prov] = std::move(f);
     return ref;
+  }
+
+  /// The application's uid, or the service (root, or the uid this agent
+  /// runs as: its manager and peer agents); -1 = TCP without authentication
+  /// (allowed on loopback only). Others are answered "perm: ..." and dropped.
+  bool peer_allowed(Socket& c) {
+    long pu = peer_uid(c);
+    if (pu < 0 || uint32_t(pu) == opt_.uid || pu == 0 || pu == long(::geteuid())) return true;
+    std::fprintf(stderr, "icagent %s: refused a connection from uid %ld (serves uid %u)\n", opt_.id.c_str(), pu,
+                 opt_.uid);
+    try { send_msg(c, {{"error", "perm: connection from another user"}}); } catch (...) {}
+    return false;
   }
 
   json versions_of(int slot) {
@@ -314,6 +343,8 @@ class Agent {
           return;
         } else if (op == "flush") {  // also from the manager (no hello): the whole agent
           flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
+        } else if (op == "test_corrupt" && test_ops_) {
+          r["pieces"] = test_corrupt(need_u64(m, "v"));
         } else if (!c.hello) {
           throw std::runtime_error("state: hello first");
         } else if (op == "begin") {
@@ -357,6 +388,21 @@ class Agent {
           c.busy.reset();
           if (m.value("mode", "pull") == "pull" && c.piece->received != c.piece->total)
             throw std::runtime_error("incomplete: piece misses bytes");
+          // The library's checksum of every region (XXH3_64, regions' order):
+          // kept with the region, checked by a restore and before the
+          // second-level write.
+          if (m.contains("sums")) {
+            const json& sums = m["sums"];
+            if (!sums.is_array() || sums.size() != c.piece->regions.size())
+              throw std::runtime_error("invalid: end needs one checksum per region");
+            json regs = c.piece->regions;
+            for (size_t i = 0; i < sums.size(); ++i) {
+              if (!sums[i].is_number_unsigned() && !(sums[i].is_number_integer() && sums[i].get<int64_t>() >= 0))
+                throw std::runtime_error("invalid: checksum " + std::to_string(i) + " is not a non-negative integer");
+              regs[i]["xxh3"] = sums[i].get<uint64_t>();
+            }
+            c.piece->regions = std::move(regs);
+          }
           std::lock_guard<std::mutex> g(mu_);
           c.piece->complete = true;
           c.piece->t1 = now_s();
@@ -658,7 +704,13 @@ class Agent {
         ri.count = r.at("count");
         ri.rank = r.at("rank");
         size_t off = r.at("offset");
-        w.add_region(ri, static_cast<char*>(p->mem->p) + off);
+        const char* src = static_cast<const char*>(p->mem->p) + off;
+        // the library's checksum of the region ("end" sums): a copy damaged
+        // in this agent's memory is not written as a valid version
+        if (r.contains("xxh3") && XXH3_64bits(src, ri.bytes()) != r["xxh3"].get<uint64_t>())
+          throw std::runtime_error("corrupt: region '" + ri.label + "' of rank " + std::to_string(ri.rank) +
+                                   " in agent memory does not match the application's checksum");
+        w.add_region(ri, src);
       }
     std::string part = w.seal();
     if (index == 0) {
@@ -714,13 +766,46 @@ class Agent {
 #endif
   }
 
+  /// Test operation (ICHECK_AGENT_TEST_OPS=1 only): flip one bit (0x40) of
+  /// byte (total / 2) | 7 of every piece of version v this agent holds, as a
+  /// memory fault would. Returns how many pieces were changed.
+  int test_corrupt(uint64_t v) {
+    std::lock_guard<std::mutex> g(mu_);
+    int n = 0;
+    auto flip = [&](const PieceP& p) {
+      if (!p || p->v != v || !p->complete || !p->mem || p->total == 0) return;
+      // the last byte of the 8-byte word in the middle: for a region of
+      // doubles starting at an aligned offset, its sign/exponent byte
+      const size_t at = std::min(p->total - 1, (p->total / 2) | 7);
+      static_cast<unsigned char*>(p->mem->p)[at] ^= 0x40;
+      ++n;
+    };
+    for (auto& [k, st] : slots_) {
+      flip(st.current);
+      for (auto& [pv, p] : st.pending) flip(p);
+    }
+    std::fprintf(stderr, "icagent %s: test_corrupt: flipped a byte in %d piece(s) of v%llu\n", opt_.id.c_str(), n,
+                 (unsigned long long)v);
+    return n;
+  }
+
   AgentOptions opt_;
+  /// ICHECK_AGENT_TEST_OPS=1 in the agent's environment enables the test
+  /// operation "test_corrupt" (integration tests only; never set it in
+  /// production: any peer allowed to talk to the agent could damage versions).
+  const bool test_ops_ = [] {
+    const char* e = std::getenv("ICHECK_AGENT_TEST_OPS");
+    return e && std::string(e) == "1";
+  }();
   std::string self_addr_;
   std::atomic<bool> stop_{false};
   std::mutex fab_mu_;
   std::map<std::string, std::unique_ptr<Fabric>> fabrics_;
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> conns_;
+  std::map<std::string, int> pre_auth_;  ///< TCP peer host -> connections not yet authenticated (mu_)
+  static constexpr size_t kMaxConns = 4096;  ///< connections served at once (slots, managers, peers)
+  static constexpr int kMaxPreAuth = 16;     ///< of them waiting for authentication, per peer host
   std::map<int, SlotState> slots_;
   int nslots_ = 1, nagents_ = 1, index_ = 0, nranks_ = 0;
   std::vector<std::string> peers_;

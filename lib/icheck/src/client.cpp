@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -43,6 +44,9 @@ namespace {
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+/// Checksum of one region's bytes as sent to an agent with `end` ("sums")
+/// and checked again on restore: XXH3_64, as ckstore's chunk checksums.
+uint64_t region_sum(const void* p, size_t n) { return XXH3_64bits(p, n); }
 std::string hostname() {
   char h[256] = {0};
   ::gethostname(h, sizeof h - 1);
@@ -94,6 +98,7 @@ class ClientImpl {
   bool zc_broken = false;       ///< a region could not be registered: stage instead
   bool direct_restore = false;  ///< restart_all in progress: RMA into the regions
   bool restored_in_place = false;
+  bool restore_corrupt = false;  ///< this restart: the agent copy failed verify_region
   std::unique_ptr<AgentLink> agent;  ///< MR: every process; SHMR: node leaders only
   /// SHMR node segment (§6.2.2): POSIX shared memory (mode 0600, unlinked
   /// once every node process mapped it) holding the checkpoints of all of
@@ -455,8 +460,15 @@ class ClientImpl {
     for (auto& x : info["regions"]) {
       if (x.value("rank", -1) != comm.rank()) continue;
       size_t off = x.at("offset"), n = x.at("bytes");
-      if (off + n > total) {
+      if (off > total || n > total - off) {
         last_error = "shmr: region outside the node piece";
+        sane = false;
+        break;
+      }
+      std::string bad = verify_region(x, static_cast<char*>(seg->p) + off, n, v);
+      if (!bad.empty()) {
+        last_error = bad;
+        restore_corrupt = true;
         sane = false;
         break;
       }
@@ -498,6 +510,8 @@ class ClientImpl {
   /// region into the piece at the region's offset. No library copy.
   void transfer_direct(int64_t v) {
     AgentLink& a = *agent;
+    // the regions' checksums, computed beside the transfer (both only read them)
+    auto sums_f = std::async(std::launch::async, [this] { return region_sums(); });
     const size_t total = total_bytes();
     const bool pull = cfg.dyn.transfer != "push";
     const int to = cfg.request_timeout_ms;
@@ -530,7 +544,36 @@ class ClientImpl {
       for (size_t i = 0; i < regions.size(); ++i)
         fab->write(a.peer, *rmr[i], 0, regions[i].bytes, rbase + regions[i].offset, rkey, 15000);
     }
-    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, to);
+    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums_f.get()}}, to);
+  }
+
+  /// Checksums of the added regions (region_sum), in the order of regions_json().
+  json region_sums() const {
+    json out = json::array();
+    for (auto& g : regions) out.push_back(region_sum(g.ptr, g.bytes));
+    return out;
+  }
+
+  /// Check restored bytes against the checksums the library sent with the
+  /// version (`end` "sums", kept by the agent in the region's "xxh3"): a
+  /// region without a checksum or whose bytes differ is refused, so a
+  /// corrupted agent copy is never handed to the application. Returns ""
+  /// when it matches, else the reason ("corrupt: ...").
+  std::string verify_region(const json& x, const void* p, size_t n, int64_t v) const {
+    const std::string label = x.value("label", std::string("?"));
+    auto it = x.find("xxh3");
+    if (it == x.end() || !it->is_number_unsigned())
+      return "corrupt: region '" + label + "' of version " + std::to_string(v) + " from the agent has no checksum";
+    if (region_sum(p, n) != it->get<uint64_t>())
+      return "corrupt: region '" + label + "' of version " + std::to_string(v) +
+             " from the agent does not match its checksum";
+    return "";
+  }
+  /// verify_region's verdict for a restore: "" passes; else noted and thrown.
+  void require_intact(const std::string& bad) {
+    if (bad.empty()) return;
+    restore_corrupt = true;
+    throw std::runtime_error(bad);
   }
 
   /// Local part of an RDMA commit: begin + chunks + end with this rank's agent.
@@ -552,6 +595,18 @@ class ClientImpl {
                      to);
     char* b = static_cast<char*>(bmr.base);
     const size_t nsl = std::max<size_t>(1, blen / C);
+    // Checksums of what the agent will hold, computed beside the transfer:
+    // the staged copy (buffer or node segment, at each region's offset), else
+    // the regions themselves (unchanged until the commit returns, or until
+    // icheck_wait when asynchronous).
+    auto sums_f = std::async(std::launch::async, [this, &regs, b, staged] {
+      json sums = json::array();
+      for (size_t i = 0; i < regs.size(); ++i) {
+        const size_t off = regs[i].at("offset"), n = regs[i].at("bytes");
+        sums.push_back(staged ? region_sum(b + off, n) : region_sum(regions.at(i).ptr, regions.at(i).bytes));
+      }
+      return sums;
+    });
     if (pull) {
       Fabric::Busy busy(*fab);  // we are the RMA target: poll without naps
       size_t outstanding = 0;
@@ -590,7 +645,7 @@ class ClientImpl {
         if (inflight.valid()) inflight.get();
       }
     }
-    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, to);
+    request(a.sock, {{"op", "end"}, {"v", v}, {"mode", pull ? "pull" : "push"}, {"sums", sums_f.get()}}, to);
   }
 
   /// Collective tail of a commit: agree, publish, or fall back to direct writes.
@@ -810,6 +865,9 @@ class ClientImpl {
         }
         request(a.sock, {{"op", "rend"}}, cfg.request_timeout_ms);
         rdata.clear();
+        for (size_t i = 0; i < regions.size(); ++i) {
+          require_intact(verify_region(rregions[i], regions[i].ptr, regions[i].bytes, v));
+        }
         restored_in_place = true;
         return true;
       }
@@ -824,6 +882,11 @@ class ClientImpl {
           fab->read(a.peer, *mr, 0, total, r.at("base"), r.at("key"), 15000);
       }
       request(a.sock, {{"op", "rend"}}, cfg.request_timeout_ms);
+      for (auto& x : rregions) {
+        const size_t off = x.at("offset"), n = x.at("bytes");
+        if (off > total || n > total - off) throw std::runtime_error("corrupt: region outside the agent's piece");
+        require_intact(verify_region(x, rdata.data() + off, n, v));
+      }
       return true;
     } catch (const std::exception& e) {
       last_error = e.what();
@@ -1043,11 +1106,23 @@ int Client::restart() {
   if (!s.inited) return ICHECK_ESTATE;
   if (s.restart_v <= 0) return ICHECK_ENOENT;
   s.restored_in_place = false;
+  s.restore_corrupt = false;
   bool ok = false;
   if (s.restart_src == "agents" && s.mode == "rdma" && s.shmr()) ok = s.comm.all(s.restore_shmr(s.restart_v));
   else if (s.restart_src == "agents" && s.agent) ok = s.comm.all(s.restore_from_agent(s.restart_v));
   else s.comm.all(false);
   int rc = ok ? ICHECK_OK : ICHECK_ENOENT;
+  // A rank whose agent copy failed its checksums (verify_region): said on
+  // stderr, and the restart ends in ICHECK_ECORRUPT unless the second level
+  // has a valid version.
+  bool agent_corrupt = false;
+  if (!ok && s.restart_src == "agents") {
+    const bool mine = s.restore_corrupt;
+    if (mine)
+      std::fprintf(stderr, "icheck: WARNING: rank %d: %s; falling back to the second level\n", s.comm.rank(),
+                   s.last_error_.c_str());
+    agent_corrupt = !s.comm.all(!mine);
+  }
   if (!ok && s.restart_src == "agents" && s.mode == "rdma") {
     // Fence the agents before the fallback writes the regions: an agent
     // that timed out may still be moving data into them (RMA into the
@@ -1090,6 +1165,7 @@ int Client::restart() {
       }
       rc = worst;
     }
+    if (rc == ICHECK_ENOENT && agent_corrupt) rc = ICHECK_ECORRUPT;
   }
   if (rc == ICHECK_OK) s.restarted = true;
   return rc;

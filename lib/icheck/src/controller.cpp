@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "dynres/db.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/icheck/config.hpp"
@@ -153,6 +155,12 @@ std::string describe_status(int st) {
   return "wait status " + std::to_string(st);
 }
 
+/// A state change refused because a newer controller epoch holds the state
+/// file (Controller::tx).
+struct Fenced : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Controller {
  public:
   Controller(const ControllerOptions& o) : opt_(o), cfg_(load_static(o.config)) {
@@ -160,6 +168,7 @@ class Controller {
     db_ = std::make_unique<Db>(cfg_.state_file, true);
     db_->migrate("icheck", kMigrations);
     ::chmod(cfg_.state_file.c_str(), 0600);
+    sqlite3_set_authorizer(db_->handle(), &Controller::authorize, nullptr);  // writes only in tx()
     dyn_ = cfg_.dyn;
     if (!opt_.listen.empty()) addr_ = opt_.listen;
     else if (opt_.standby && cfg_.controllers.size() > 1) addr_ = cfg_.controllers[1];
@@ -181,12 +190,8 @@ class Controller {
       }
       if (*stop) return 0;
       std::fprintf(stderr, "icheckd controller: primary lease expired, taking over on %s\n", addr_.c_str());
-      // Nodes get a fresh grace period: their managers must find us first.
-      // So do relaunches in flight: their first heartbeat must find us too.
-      db_->exec("UPDATE icheck_nodes SET last_heartbeat = " + std::to_string(wall()) + " WHERE state = 'up'");
-      db_->exec("UPDATE icheck_nodes SET relaunch_at = " + std::to_string(wall()) + " WHERE state = 'relaunching'");
     }
-    take_lease();
+    take_lease(opt_.standby);
     lease_db_ = std::make_unique<Db>(cfg_.state_file, false);
     std::thread lease_th([&] { lease_loop(stop); });
     if (is_unix_address(addr_)) fs::create_directories(fs::path(addr_.substr(5)).parent_path());
@@ -234,10 +239,18 @@ class Controller {
   }
 
  private:
-  /// Become the active controller: take the next controller epoch.
-  void take_lease() {
+  /// Become the active controller: take the next controller epoch. A
+  /// standby taking over also gives the nodes a fresh grace period (their
+  /// managers must find it first), and relaunches in flight too (their first
+  /// heartbeat must find it), in the same transaction.
+  void take_lease(bool takeover) {
     std::lock_guard<std::mutex> g(mu_);
     db_->write_tx([&] {
+      TxDepth depth;
+      if (takeover) {
+        Stmt(*db_, "UPDATE icheck_nodes SET last_heartbeat = ? WHERE state = 'up'").bind(1, wall()).run();
+        Stmt(*db_, "UPDATE icheck_nodes SET relaunch_at = ? WHERE state = 'relaunching'").bind(1, wall()).run();
+      }
       int64_t cur = 0;
       {
         Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
@@ -295,6 +308,49 @@ class Controller {
     throw std::runtime_error("fenced: this controller was superseded by a newer one");
   }
 
+  /// Every change of the state file goes through tx(): one write
+  /// transaction (BEGIN IMMEDIATE: SQLite's write lock) that first checks
+  /// that the controller epoch in the file is still this controller's. A
+  /// standby's takeover (take_lease) is a write transaction too, so either
+  /// a change commits before it or it sees the newer epoch and is refused
+  /// (Fenced; this controller then stops): a stale controller never writes
+  /// after a newer one took over, even when it was stalled between its
+  /// request's check_epoch() and the write (e.g. waiting for a manager).
+  /// Nested calls join the outer transaction. The authorizer installed by
+  /// the constructor refuses INSERT/UPDATE/DELETE outside tx(), so a write
+  /// that bypasses the check fails loudly instead of landing.
+  void tx(const std::function<void()>& fn) {
+    if (tx_depth_ > 0) {
+      fn();
+      return;
+    }
+    db_->write_tx([&] {
+      if (fenced_) throw Fenced("fenced: this controller was superseded by a newer one");
+      int64_t cur = -1;
+      {
+        Stmt q(*db_, "SELECT epoch FROM icheck_controller WHERE id = 1");
+        if (q.step()) cur = q.i64(0);
+      }
+      if (cur != epoch_) {
+        fence("a state write");
+        throw Fenced("fenced: controller epoch " + std::to_string(cur) + " holds the state file, this one has " +
+                     std::to_string(epoch_) + "; change refused");
+      }
+      TxDepth depth;
+      fn();
+    });
+  }
+  struct TxDepth {
+    TxDepth() { ++tx_depth_; }
+    ~TxDepth() { --tx_depth_; }
+  };
+  /// SQLite authorizer of db_: row changes only inside tx() (or take_lease).
+  static int authorize(void*, int action, const char*, const char*, const char*, const char*) {
+    if ((action == SQLITE_INSERT || action == SQLITE_UPDATE || action == SQLITE_DELETE) && tx_depth_ == 0)
+      return SQLITE_DENY;
+    return SQLITE_OK;
+  }
+
   void monitor(std::atomic<bool>* stop) {
     double last_dyn = wall();
     while (!*stop) {
@@ -349,8 +405,10 @@ class Controller {
       abandon_attempt(n);
       relaunch_failed(n, "no heartbeat from the new manager within " + secs(window));
     }
-    Stmt(*db_, "UPDATE icheck_nodes SET relaunches = 0 WHERE state = 'up' AND relaunches > 0 AND up_since < ?")
-        .bind(1, now - cfg_.manager_relaunch_reset).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_nodes SET relaunches = 0 WHERE state = 'up' AND relaunches > 0 AND up_since < ?")
+          .bind(1, now - cfg_.manager_relaunch_reset).run();
+    });
   }
 
   /// A relaunch attempt of node n timed out: SIGKILL the process group of its
@@ -368,16 +426,18 @@ class Controller {
   /// The agents of node n are gone (they exit with their manager): their
   /// applications are marked for agent change (new agents at the next probe).
   void lose_agents(const std::string& n) {
-    Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id IN "
-               "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
-        .bind(1, n).run();
-    Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id IN "
+                 "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
+          .bind(1, n).run();
+      Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+    });
   }
 
   /// Node n's manager is alive but failed a request: down until its next heartbeat.
   void mark_node_down(const std::string& n) {
     std::fprintf(stderr, "icheckd controller: node %s: down\n", n.c_str());
-    db_->write_tx([&] {
+    tx([&] {
       Stmt(*db_, "UPDATE icheck_nodes SET state = 'down' WHERE node = ?").bind(1, n).run();
       lose_agents(n);
     });
@@ -388,7 +448,7 @@ class Controller {
   /// and the controller relaunches the manager, or marks the node down.
   void node_lost(const std::string& n, const std::string& why) {
     std::fprintf(stderr, "icheckd controller: node %s: manager lost (%s)\n", n.c_str(), why.c_str());
-    db_->write_tx([&] { lose_agents(n); });
+    lose_agents(n);
     relaunch_or_down(n);
   }
 
@@ -419,9 +479,11 @@ class Controller {
         pid_t pid = spawn_detached(cmd, (fs::path(cfg_.run_dir) / ("manager-" + n + ".log")).string(), reaped_);
         children_.insert(pid);
         record_pid("manager-" + n, pid);
-        Stmt(*db_, "UPDATE icheck_nodes SET state = 'relaunching', relaunches = ?, relaunch_at = ?, relaunch_pid = ? "
-                   "WHERE node = ?")
-            .bind(1, used).bind(2, wall()).bind(3, int64_t(pid)).bind(4, n).run();
+        tx([&] {
+          Stmt(*db_, "UPDATE icheck_nodes SET state = 'relaunching', relaunches = ?, relaunch_at = ?, relaunch_pid = ? "
+                     "WHERE node = ?")
+              .bind(1, used).bind(2, wall()).bind(3, int64_t(pid)).bind(4, n).run();
+        });
         std::fprintf(stderr, "icheckd controller: node %s: relaunching its manager (attempt %d of %d, pid %d): %s\n",
                      n.c_str(), used, max, int(pid), cmd.c_str());
         return;
@@ -430,9 +492,11 @@ class Controller {
                      e.what());
       }
     }
-    Stmt(*db_, "UPDATE icheck_nodes SET state = 'down', relaunches = ?, relaunch_at = NULL, relaunch_pid = NULL "
-               "WHERE node = ?")
-        .bind(1, used).bind(2, n).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_nodes SET state = 'down', relaunches = ?, relaunch_at = NULL, relaunch_pid = NULL "
+                 "WHERE node = ?")
+          .bind(1, used).bind(2, n).run();
+    });
     std::fprintf(stderr, "icheckd controller: node %s: down (%s)\n", n.c_str(),
                  cmd.empty() ? "relaunch disabled: manager_launch is empty"
                              : ("after " + std::to_string(used) + " relaunch attempt(s)").c_str());
@@ -568,7 +632,7 @@ class Controller {
       if (vj == m.end() || !vj->is_number_integer() || vj->get<int64_t>() < 1)
         throw std::runtime_error("invalid: version needs an integer v >= 1");
       const int64_t v = vj->get<int64_t>();
-      db_->write_tx([&] {
+      tx([&] {
         Stmt(*db_, "INSERT OR REPLACE INTO icheck_versions VALUES(?,?,?,?,?,?)")
             .bind(1, app).bind(2, v).bind(3, m.value("bytes", int64_t(0))).bind(4, m.value("tsync", 0.0))
             .bind(5, m.value("mode", "")).bind(6, wall()).run();
@@ -578,13 +642,13 @@ class Controller {
       return {{"ok", true}};
     }
     if (op == "agent_failed") {
-      Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, app_id).run();
+      tx([&] { Stmt(*db_, "UPDATE icheck_apps SET needs_change = 1 WHERE id = ?").bind(1, app_id).run(); });
       return {{"ok", true}};
     }
     if (op == "finalize") {
       const int64_t app = app_id;
       AppBusy busy(*this, app);
-      Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run();
+      tx([&] { Stmt(*db_, "UPDATE icheck_apps SET is_active = 0 WHERE id = ?").bind(1, app).run(); });
       if (m.value("persist", false)) return {{"ok", true}};
       // Stop the agents only once the whole set's newest version is on the
       // second level; otherwise they keep it in memory (a rerun restarts
@@ -624,7 +688,7 @@ class Controller {
     const bool registering = e == 0;
     const int64_t epoch = registering ? cur + 1 : e;
     const int64_t pid = m.value("pid", int64_t(0));
-    db_->write_tx([&] {
+    tx([&] {
       if (registering && cur > 0) lose_agents(node);  // the previous manager's agents exit with it
       Stmt(*db_, "INSERT INTO icheck_nodes(node, address, state, last_heartbeat, metrics, epoch, pid, host, up_since) "
                  "VALUES(?1, ?2, 'up', ?3, ?4, ?5, ?6, ?7, ?3) "
@@ -730,15 +794,35 @@ class Controller {
             return recv_msg(s, cfg_.request_timeout_ms);
           });
           if (r.contains("error")) throw std::runtime_error("refused: " + r["error"].get<std::string>());
+          try {
+            tx([&] {
+              for (auto& a : r.at("agents"))
+                Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
+                    .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
+                    .bind(4, a.at("address").get<std::string>()).bind(5, a.value("host", ""))
+                    .bind(6, a.value("pid", int64_t(0))).bind(7, wall()).run();
+            });
+          } catch (const Fenced&) {
+            // superseded while the manager started them: nobody will count
+            // on these agents, so they must not hold their memory
+            unlocked([&] {
+              try {
+                Socket s = connect_to(address, 1000);
+                request(s, {{"op", "stop"}, {"ids", ids}, {"flush", false}}, 30000);
+              } catch (const std::exception& e) {
+                std::fprintf(stderr, "icheckd controller: stopping agents started while fenced: %s\n", e.what());
+              }
+              return 0;
+            });
+            throw;
+          }
           for (auto& a : r.at("agents")) {
-            Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
-                .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
-                .bind(4, a.at("address").get<std::string>()).bind(5, a.value("host", ""))
-                .bind(6, a.value("pid", int64_t(0))).bind(7, wall()).run();
             json x = a;
             x["node"] = node;
             agents.push_back(x);
           }
+        } catch (const Fenced&) {
+          throw;
         } catch (const WireError& e) {  // no answer: the manager is lost (§6.5.3)
           node_lost(node, std::string("unreachable: ") + e.what());
           failed = true;
@@ -811,7 +895,9 @@ class Controller {
     for (auto& [node, err] : failed)
       std::fprintf(stderr, "icheckd controller: node %s: stopping agents%s: %s\n", node.c_str(),
                    flush ? " with flush" : "", err.c_str());
-    for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+    tx([&] {
+      for (auto& id : ids) Stmt(*db_, "UPDATE icheck_agents SET state = 'stopped' WHERE id = ?").bind(1, id).run();
+    });
     return failed.empty();
   }
   /// Flush the up agents of `app` through their managers, all nodes at once,
@@ -842,7 +928,7 @@ class Controller {
     while (q.step()) ids.push_back(q.text(0));
     q.reset();  // see reg()
     const bool ok = stop_agent_ids(ids, flush);
-    Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run();
+    tx([&] { Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE app_id = ? AND state = 'lost'").bind(1, app).run(); });
     return ok;
   }
 
@@ -893,13 +979,15 @@ class Controller {
     if (id >= 0) busy.emplace(*this, id);
     if (id >= 0 && token.empty()) {  // registered before tokens existed
       token = random_token();
-      Stmt(*db_, "UPDATE icheck_apps SET token = ? WHERE id = ?").bind(1, token).bind(2, id).run();
+      tx([&] { Stmt(*db_, "UPDATE icheck_apps SET token = ? WHERE id = ?").bind(1, token).bind(2, id).run(); });
     }
     if (id >= 0) {
       bool up = false;
       json agents = agents_of(id, &up);
-      Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
-          .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
+      tx([&] {
+        Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
+            .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
+      });
       if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
         return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
       if (up && !flush_set(id)) {  // the set must not go before its newest version is durable
@@ -912,15 +1000,20 @@ class Controller {
     } else {
       num = initial_agent_count(shape, dyn_);  // l. 15-16
       token = random_token();
-      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token) "
-                 "VALUES(?,?,?,?,?,?,-1,?,?)")
-          .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
-          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
-      id = db_->last_insert_id();
+      tx([&] {
+        Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token) "
+                   "VALUES(?,?,?,?,?,?,-1,?,?)")
+            .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
+            .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
+        id = db_->last_insert_id();
+      });
       busy.emplace(*this, id);
     }
     json agents = start_agents(id, name, uid, num);
-    Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?")
+          .bind(1, int(agents.size())).bind(2, id).run();
+    });
     return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
   }
 
@@ -943,9 +1036,11 @@ class Controller {
     if (dyn_.is_dynamic_as && !needs) next = next_agent_count(cs, m.value("tsync", -1.0), shape, dyn_);
     if (needs) next.num_agents = std::clamp(cs.num_agents, 1, agent_upper_bound(shape, dyn_));
     bool change = needs || next.num_agents != cs.num_agents;
-    Stmt(*db_, "UPDATE icheck_apps SET old_tsync = ?, last_change = ?, frozen = ?, nodes = ?, procs = ? WHERE id = ?")
-        .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
-        .bind(5, shape.num_procs).bind(6, id).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_apps SET old_tsync = ?, last_change = ?, frozen = ?, nodes = ?, procs = ? WHERE id = ?")
+          .bind(1, next.old_tsync).bind(2, next.last_change).bind(3, int(next.frozen)).bind(4, shape.num_nodes)
+          .bind(5, shape.num_procs).bind(6, id).run();
+    });
     if (!change) return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};
     // The old agents go only once their newest version is on the second
     // level (all of them up: a flush failure keeps them, the change waits
@@ -957,7 +1052,10 @@ class Controller {
     }
     stop_agents(id, false);
     json agents = start_agents(id, name, uid, next.num_agents);
-    Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?").bind(1, int(agents.size())).bind(2, id).run();
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?")
+          .bind(1, int(agents.size())).bind(2, id).run();
+    });
     return {{"changed", true}, {"agents", agents}, {"num_agents", agents.size()}, {"params", params()}};
   }
 
@@ -993,6 +1091,7 @@ class Controller {
   std::shared_ptr<Reaped> reaped_ = std::make_shared<Reaped>();
   std::set<pid_t> children_;  ///< launch commands started here and not yet reaped (under mu_)
   int64_t epoch_ = 0;                ///< controller epoch held (take_lease)
+  static inline thread_local int tx_depth_ = 0;  ///< tx() nesting of this thread
   std::unique_ptr<Db> lease_db_;     ///< the lease thread's own connection
   std::atomic<bool> fenced_{false};
   std::atomic<int64_t> fenced_by_{0};

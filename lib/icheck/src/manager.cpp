@@ -1,4 +1,6 @@
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -51,6 +53,23 @@ struct AgentProc {
   json last;
 };
 
+/// The IPv4 address this host's name resolves to (the node's address for
+/// `--listen auto`, e.g. a manager started on its node with srun); 127.0.0.1
+/// when the name does not resolve.
+std::string host_address() {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string out = "127.0.0.1";
+  if (::getaddrinfo(hostname().c_str(), nullptr, &hints, &res) == 0 && res) {
+    char buf[INET_ADDRSTRLEN] = {0};
+    auto* sin = reinterpret_cast<sockaddr_in*>(res->ai_addr);
+    if (::inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf)) out = buf;
+    ::freeaddrinfo(res);
+  }
+  return out;
+}
+
 class Manager {
  public:
   explicit Manager(const ManagerOptions& o) : opt_(o), cfg_(load_static(o.config)) {
@@ -58,6 +77,7 @@ class Manager {
     fs::create_directories(cfg_.run_dir);
     fs::permissions(cfg_.run_dir, fs::perms::owner_all, fs::perm_options::replace);
     if (opt_.listen.empty()) opt_.listen = "unix:" + (fs::path(cfg_.run_dir) / ("manager-" + opt_.node + ".sock")).string();
+    if (opt_.listen == "auto") opt_.listen = host_address() + ":0";
     if (opt_.agent_bin.empty()) {
       std::error_code ec;
       auto self = fs::read_symlink("/proc/self/exe", ec);

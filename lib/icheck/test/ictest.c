@@ -10,6 +10,9 @@
  *   --sleep-ms S   sleep after every iteration
  *   --probe P      icheck_probe_agents every P iterations
  *   --persist      icheck_finalize(IC_PERSIST)
+ *   --hash         also print "HASH iter h" after every commit and restore:
+ *                  h = FNV-1a 64 of the checkpointed bytes (grid, iter), the
+ *                  same for an iteration in every run (kill campaign check)
  * Output lines: "STATUS new|restart", "RESTORED iter v", "COMMIT iter v mode rc",
  * "RESULT <checksum>", "FINAL v mode", "FINALIZE rc" (exit 6 when rc != 0, e.g.
  * the flush to the second level failed).
@@ -22,6 +25,18 @@
 #ifdef USE_MPI
 #include <mpi.h>
 #endif
+
+/* FNV-1a 64 over the grid and the iteration counter, as hex */
+static unsigned long long fnv1a(const void* p, size_t n, unsigned long long h) {
+  const unsigned char* b = (const unsigned char*)p;
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  return h;
+}
+static void print_hash(const double* grid, size_t n, const int* iter) {
+  unsigned long long h = fnv1a(grid, n * sizeof(double), 14695981039346656037ULL);
+  h = fnv1a(iter, sizeof(int), h);
+  printf("HASH %d %016llx\n", iter[0], h);
+}
 
 static void msleep(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -37,13 +52,14 @@ int main(int argc, char** argv) {
   size_t n = strtoull(argv[2], NULL, 10);
   int iters = atoi(argv[3]), every = atoi(argv[4]);
   const char* config = NULL;
-  int async = 0, sleep_ms = 0, probe = 0, persist = 0;
+  int async = 0, sleep_ms = 0, probe = 0, persist = 0, hash = 0;
   for (int i = 5; i < argc; ++i) {
     if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
     else if (!strcmp(argv[i], "--async")) async = 1;
     else if (!strcmp(argv[i], "--sleep-ms") && i + 1 < argc) sleep_ms = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--probe") && i + 1 < argc) probe = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--persist")) persist = 1;
+    else if (!strcmp(argv[i], "--hash")) hash = 1;
   }
   int rank = 0, size = 1;
   const void* comm = NULL;
@@ -69,6 +85,7 @@ int main(int argc, char** argv) {
     rc = icheck_restart_all();
     if (rc) { fprintf(stderr, "icheck_restart_all: %s\n", icheck_strerror(rc)); return 4; }
     if (rank == 0) printf("RESTORED %d %lld\n", iter[0], (long long)icheck_version());
+    if (rank == 0 && hash) print_hash(grid, n, iter);
   }
   icheck_enable_asynchronous(async);
   fflush(stdout);
@@ -80,6 +97,7 @@ int main(int argc, char** argv) {
       rc = icheck_commit();
       if (async && !rc) rc = icheck_wait();
       if (rank == 0) printf("COMMIT %d %lld %s %d\n", it, (long long)icheck_version(), icheck_mode(), rc);
+      if (rank == 0 && hash && !rc) print_hash(grid, n, iter);
       fflush(stdout);
       if (rc) { fprintf(stderr, "icheck_commit: %s\n", icheck_strerror(rc)); return 5; }
     }

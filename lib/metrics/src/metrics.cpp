@@ -111,6 +111,37 @@ nlohmann::json to_json(const Metrics& m) {
           {"by_state", m.by_state}};
 }
 
+namespace {
+/// Run gnuplot on dir/plot.gp (no shell), then remove `files`, the script
+/// and dir. Throws std::runtime_error with gnuplot's stderr when it fails.
+void run_gnuplot(const std::string& dir, const std::vector<std::string>& files) {
+  const std::string gp = dir + "/plot.gp";
+  // No shell: gnuplot gets the script path as its only argument.
+  int rc = -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int e = ::open((dir + "/err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (e >= 0) ::dup2(e, 2);
+    ::execlp("gnuplot", "gnuplot", gp.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  if (pid > 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  }
+  std::ifstream ef(dir + "/err.txt");
+  std::string err((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
+  for (auto& f : files) std::remove(f.c_str());
+  std::remove(gp.c_str());
+  std::remove((dir + "/err.txt").c_str());
+  ::rmdir(dir.c_str());
+  if (rc != 0)
+    throw std::runtime_error("gnuplot failed (is gnuplot-nox installed?): " + err.substr(0, 400));
+}
+}  // namespace
+
 void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>& allocs,
                      const std::vector<std::string>& node_order, const std::string& title) {
   std::unordered_map<std::string, int> y;
@@ -119,7 +150,7 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
   for (auto& a : allocs) t0 = std::min(t0, a.start_time);
   char tmpl[] = "/tmp/dynres-gantt-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
-  std::string dir = tmpl, data = dir + "/gantt.dat", gp = dir + "/gantt.gp";
+  std::string dir = tmpl, data = dir + "/gantt.dat", gp = dir + "/plot.gp";
   {
     std::ofstream d(data);
     for (auto& a : allocs) {
@@ -150,29 +181,38 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
     }
     g << "plot " << gnuplot_quote(data) << " using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable\n";
   }
-  // No shell: gnuplot gets the script path as its only argument.
-  int rc = -1;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int e = ::open((dir + "/err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (e >= 0) ::dup2(e, 2);
-    ::execlp("gnuplot", "gnuplot", gp.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  if (pid > 0) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  run_gnuplot(dir, {data});
+}
+
+void write_power_png(const std::string& png, const std::vector<PowerSample>& samples, const std::string& title) {
+  char tmpl[] = "/tmp/dynres-power-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
+  std::string dir = tmpl, data = dir + "/power.dat", gp = dir + "/plot.gp";
+  {
+    std::ofstream d(data);
+    d.precision(12);
+    // steps drawn as lines: each value holds until the next sample's time
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const auto& x = samples[i];
+      if (i > 0) {
+        const auto& p = samples[i - 1];
+        d << x.t << ' ' << p.draw << ' ' << p.lower << ' ' << p.upper << '\n';
+      }
+      d << x.t << ' ' << x.draw << ' ' << x.lower << ' ' << x.upper << '\n';
     }
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   }
-  std::ifstream ef(dir + "/err.txt");
-  std::string err((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
-  std::remove(data.c_str());
-  std::remove(gp.c_str());
-  std::remove((dir + "/err.txt").c_str());
-  ::rmdir(dir.c_str());
-  if (rc != 0)
-    throw std::runtime_error("gnuplot failed (is gnuplot-nox installed?): " + err.substr(0, 400));
+  {
+    std::ofstream g(gp);
+    g << "set terminal pngcairo size 1400,700 noenhanced\n"
+      << "set output " << gnuplot_quote(png) << "\n"
+      << "set title " << gnuplot_quote(title) << "\n"
+      << "set xlabel 'time [s]'\nset ylabel 'power [W]'\nset key outside bottom center horizontal\n"
+      << "set style fill transparent solid 0.15 noborder\n"
+      << "plot " << gnuplot_quote(data) << " using 1:3:4 with filledcurves lc rgb '#2a9d2a' title 'corridor', "
+      << "'' using 1:3 with lines lc rgb '#2a9d2a' notitle, '' using 1:4 with lines lc rgb '#2a9d2a' notitle, "
+      << "'' using 1:2 with lines lw 2 lc rgb '#c0392b' title 'draw (modelled)'\n";
+  }
+  run_gnuplot(dir, {data});
 }
 
 }  // namespace dynres

@@ -54,10 +54,22 @@ struct Lib {
   mj_status status{};
   std::deque<json> pushed;
   std::optional<Order> order;
+  /// the last settled order: its node names stay valid until the next order
+  /// arrives (applications read them right after the commit)
+  std::optional<Order> settled;
   std::string last_error;
   std::optional<dynres::proto::FrameReader> in;
 };
 Lib g;
+
+/// The current order is settled (committed, rolled back, dropped): keep its
+/// storage alive as the last settled order (moving the vector keeps the
+/// strings, so pointers handed out stay valid).
+void settle_order() {
+  if (!g.order) return;
+  g.settled = std::move(g.order);
+  g.order.reset();
+}
 
 int fail(int code, const std::string& msg) {
   g.last_error = msg;
@@ -296,9 +308,9 @@ int probe(int timeout_ms, int* pending, mj_role* role, mj_order* order) {
     if (o.begun) {
       *pending = -1;
       if (order) fill_order(order, o);
-      g.order.reset();
+      settle_order();
     } else {
-      g.order.reset();  // never begun: nothing to undo
+      settle_order();  // never begun: nothing to undo
     }
     return MJ_OK;
   }
@@ -367,7 +379,7 @@ int mj_deregister(void) {
   if (r == MJ_OK) {
     g.deregistered = true;
     if (g.order) kill_launched(*g.order);
-    g.order.reset();
+    settle_order();
   }
   return r;
 }
@@ -391,7 +403,7 @@ int mj_adapt_begin(const mj_order* order, int flags) {
     g.order->begun = true;
     if (rep.contains("deadline") && rep["deadline"].is_number()) g.order->deadline = rep["deadline"];
   } else if (r == MJ_ERR_REFUSED && g.last_error.find("rolled back") != std::string::npos) {
-    g.order.reset();
+    settle_order();
     return MJ_ERR_ROLLED_BACK;
   }
   return r;
@@ -414,7 +426,7 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
   auto settle = [&](int r) {
     if (g.order && g.order->id == order_id) {
       if (r == MJ_ERR_ROLLED_BACK) kill_launched(*g.order);
-      if (r == MJ_OK || r == MJ_ERR_ROLLED_BACK) g.order.reset();
+      if (r == MJ_OK || r == MJ_ERR_ROLLED_BACK) settle_order();
     }
     return r;
   };
@@ -506,6 +518,7 @@ int mj_finalize(void) {
   drop_connection();
   g.initialised = false;
   g.order.reset();
+  g.settled.reset();
   g.pushed.clear();
   return MJ_OK;
 }

@@ -314,6 +314,55 @@ void mark_relaunched(State& st, uint64_t id) {
   });
 }
 
+std::string render_detail(State& st, int64_t job) {
+  if (st.db().schema_version("resize") == 0) return "";  // read-only: never migrate here
+  auto info = job_info(st, job);
+  if (!info) return "";
+  char b[512];
+  std::string out;
+  std::snprintf(b, sizeof b, "   Malleable=%s MTCT=%s Progress=%s Restarts=%d\n", to_string(info->phase),
+                info->mtct >= 0 ? fmt_s(info->mtct).c_str() : "-",
+                info->progress >= 0 ? (std::to_string(static_cast<int>(std::lround(info->progress * 100))) + "%").c_str()
+                                    : "-",
+                info->restart_count);
+  out += b;
+  for (auto& o : orders_of(st, job)) {
+    std::string what = o.order.nodes.empty() ? "count=" + std::to_string(o.order.count) : compress_hostlist(o.order.nodes);
+    std::string outcome;
+    if (o.state == "committed") outcome = "committed after " + fmt_s(o.settled - o.order.sent) + " s";
+    else if (o.state == "rolled_back") outcome = "rolled back after " + fmt_s(o.settled - o.order.sent) + " s: " + o.reason;
+    else outcome = o.state;
+    std::snprintf(b, sizeof b, "   Resize order=%llu %s %d->%d %s%s %s\n", static_cast<unsigned long long>(o.order.id),
+                  to_string(o.order.kind), o.from, o.to, what.c_str(), o.restart ? " restart" : "", outcome.c_str());
+    out += b;
+  }
+  return out;
+}
+
+nlohmann::json detail_json(State& st, int64_t job) {
+  if (st.db().schema_version("resize") == 0) return nullptr;
+  auto info = job_info(st, job);
+  if (!info) return nullptr;
+  auto opt = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json orders = nlohmann::json::array();
+  for (auto& o : orders_of(st, job))
+    orders.push_back({{"order", o.order.id},
+                      {"kind", to_string(o.order.kind)},
+                      {"from", o.from},
+                      {"to", o.to},
+                      {"nodes", o.order.nodes},
+                      {"count", o.order.count},
+                      {"state", o.state},
+                      {"restart", o.restart},
+                      {"sent", o.order.sent},
+                      {"settled", opt(o.settled)},
+                      {"duration", o.settled >= 0 ? nlohmann::json(o.settled - o.order.sent) : nlohmann::json(nullptr)},
+                      {"reason", o.reason}});
+  return {{"phase", to_string(info->phase)}, {"mtct", opt(info->mtct)},
+          {"progress", opt(info->progress)}, {"restart_count", info->restart_count},
+          {"last_resize", opt(info->last_resize)}, {"orders", orders}};
+}
+
 std::optional<OrderRecord> wait_settled(State& st, uint64_t id, double timeout_s) {
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {

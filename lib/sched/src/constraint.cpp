@@ -96,7 +96,7 @@ namespace {
 constexpr std::pair<Policy, const char*> kPolicyNames[] = {
     {Policy::fcfs, "fcfs"},   {Policy::backfill, "backfill"}, {Policy::easy, "easy"},
     {Policy::fpsma, "fpsma"}, {Policy::egs, "egs"},           {Policy::minagree, "minagree"},
-    {Policy::perf, "perf"}};
+    {Policy::perf, "perf"},   {Policy::power, "power"}};
 }  // namespace
 
 std::optional<Policy> parse_policy(const std::string& s) {
@@ -112,7 +112,8 @@ std::string to_string(Policy p) {
 }
 
 bool is_malleable_policy(Policy p) {
-  return p == Policy::fpsma || p == Policy::egs || p == Policy::minagree || p == Policy::perf;
+  return p == Policy::fpsma || p == Policy::egs || p == Policy::minagree || p == Policy::perf ||
+         p == Policy::power;
 }
 
 }  // namespace dynres::sched

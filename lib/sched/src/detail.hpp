@@ -47,5 +47,17 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
 
 /// The malleable policies (fpsma, egs, minagree, perf); malleable.cpp.
 Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg);
+/// The power policy (seed 000 Algorithm 4); power.cpp.
+Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg);
+
+/// Predicted remaining seconds of a running job (predicted_end, else start +
+/// limit; +inf when unlimited); malleable.cpp.
+double remaining(const RunningJob& r, double now);
+/// The "resizable" rule of sched.hpp decide() (malleable, accepting, not
+/// adapting, > min_remaining left, min_resize_interval since the last resize,
+/// every node up and its own).
+bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg);
+/// An expansion cur -> to saves more than cfg.grow_cost at best linear speedup.
+bool worth_growing(const RunningJob& r, int cur, int to, double now, const PolicyConfig& cfg);
 
 }  // namespace dynres::sched::detail

@@ -18,9 +18,31 @@
 #include "dynres/sched.hpp"
 
 namespace dynres::sched::detail {
+
+double remaining(const RunningJob& r, double now) {
+  if (r.predicted_end >= 0) return r.predicted_end - now;
+  if (r.time_limit < 0) return std::numeric_limits<double>::infinity();
+  return r.start_time + r.time_limit - now;
+}
+
+bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg) {
+  if (r.kind != JobKind::malleable || !r.accepting || r.adapting) return false;
+  if (!(remaining(r, s.now) > cfg.min_remaining)) return false;
+  if (r.last_resize >= 0 && s.now - r.last_resize < cfg.min_resize_interval) return false;
+  for (int n : r.nodes)  // a job on a lost node is left to failure handling
+    if (n < 0 || n >= static_cast<int>(s.nodes.size()) || !s.nodes[n].up || s.nodes[n].job != r.id) return false;
+  return !r.nodes.empty();
+}
+
+bool worth_growing(const RunningJob& r, int cur, int to, double now, const PolicyConfig& cfg) {
+  if (cfg.grow_cost <= 0) return true;
+  double rem = remaining(r, now);
+  if (!std::isfinite(rem)) return true;
+  return rem * (1.0 - static_cast<double>(cur) / to) > cfg.grow_cost;
+}
+
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// A resizable running job during one pass.
 struct MJob {
@@ -57,20 +79,6 @@ int down_by_need(const RunningJob& r, int t, int need) {
   return lowest(r, t);
 }
 
-double remaining(const RunningJob& r, double now) {
-  if (r.predicted_end >= 0) return r.predicted_end - now;
-  if (r.time_limit < 0) return kInf;
-  return r.start_time + r.time_limit - now;
-}
-
-bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg) {
-  if (r.kind != JobKind::malleable || !r.accepting || r.adapting) return false;
-  if (!(remaining(r, s.now) > cfg.min_remaining)) return false;
-  if (r.last_resize >= 0 && s.now - r.last_resize < cfg.min_resize_interval) return false;
-  for (int n : r.nodes)  // a job on a lost node is left to failure handling
-    if (n < 0 || n >= static_cast<int>(s.nodes.size()) || !s.nodes[n].up || s.nodes[n].job != r.id) return false;
-  return !r.nodes.empty();
-}
 
 bool earlier(const MJob* a, const MJob* b) {
   if (a->r->start_time != b->r->start_time) return a->r->start_time < b->r->start_time;
@@ -272,10 +280,7 @@ void grow_once(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
 /// speedup it saves remaining x (1 - cur/to). Not worth it when that is no
 /// more than the pause (predicted remaining from predicted_end / the limit).
 bool worth_growing(const MJob& j, double now, const PolicyConfig& cfg) {
-  if (cfg.grow_cost <= 0) return true;
-  double rem = remaining(*j.r, now);
-  if (!std::isfinite(rem)) return true;
-  return rem * (1.0 - static_cast<double>(j.cur) / j.target) > cfg.grow_cost;
+  return detail::worth_growing(*j.r, j.cur, j.target, now, cfg);
 }
 
 /// The policy's growth, then expansions not worth their pause are dropped

@@ -218,6 +218,7 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
 }  // namespace detail
 
 Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
+  if (cfg.policy == Policy::power) return detail::decide_power(snap, cfg);
   if (is_malleable_policy(cfg.policy)) return detail::decide_malleable(snap, cfg);
   Decision d;
   detail::Pool pool(snap);

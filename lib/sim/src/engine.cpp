@@ -13,6 +13,7 @@
 #include <limits>
 #include <queue>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include "dynres/hostlist.hpp"
@@ -85,6 +86,12 @@ class Engine {
   void close_alloc(int k, double t);
   void pass(double t);
   void refresh(double t);
+  /// Power: per-node [min, max] of a job (hints or the defaults), the
+  /// modelled draw now, and one point of the series (power_tracked only).
+  std::pair<double, double> job_power(const SimJob& s) const;
+  double draw_now() const;
+  void record(double t);
+  void set_corridor(size_t i);
 
   std::vector<SimJob> specs_;
   SimOptions o_;
@@ -97,7 +104,68 @@ class Engine {
   int min_need_ = 0;               ///< smallest min_size() among waiting jobs (0: recompute)
   size_t done_ = 0;
   bool resized_since_pass_ = false;
+  // power
+  size_t next_corr_ = 0;           ///< next change in o_.corridor
+  int last_state_ = 0;             ///< state of the last positive-duration segment: 0 in, 1 above, -1 below
+  bool draw_seen_ = false;
 };
+
+std::pair<double, double> Engine::job_power(const SimJob& s) const {
+  double mn = s.min_power, mx = s.max_power;
+  if (!(mn >= 0) && !(mx >= 0)) return {o_.idle_watts, std::max(o_.idle_watts, o_.node_max_watts)};
+  if (!(mn >= 0)) mn = mx;
+  if (!(mx >= 0)) mx = mn;
+  return {std::min(mn, mx), std::max(mn, mx)};
+}
+
+double Engine::draw_now() const {
+  double d = idle_ * o_.idle_watts;
+  for (auto& r : snap_.running) {
+    auto [mn, mx] = job_power(*jobs_[index_.at(r.id)].spec);
+    d += static_cast<double>(r.nodes.size()) * (mn + mx) / 2;
+  }
+  return d;
+}
+
+void Engine::set_corridor(size_t i) {
+  const auto& c = o_.corridor[i];
+  snap_.power.known = true;
+  snap_.power.lower = c.lower;
+  snap_.power.upper = c.upper;
+}
+
+void Engine::record(double t) {
+  if (!r_.power_tracked || !snap_.power.known) return;
+  PowerSample p{t, draw_now(), snap_.power.lower, snap_.power.upper};
+  auto state = [](const PowerSample& x) { return x.draw > x.upper + 1e-9 ? 1 : x.draw < x.lower - 1e-9 ? -1 : 0; };
+  if (!r_.power.empty()) {
+    const PowerSample& q = r_.power.back();
+    if (q.draw == p.draw && q.lower == p.lower && q.upper == p.upper) return;  // sizes may differ: same draw
+    double dt = t - q.t;
+    if (dt > 0) {  // the previous point held for dt seconds
+      int st = state(q);
+      if (st > 0) r_.above_ws += (q.draw - q.upper) * dt;
+      if (st < 0) r_.below_ws += (q.lower - q.draw) * dt;
+      if (st != 0 && st != last_state_) ++r_.violations;
+      last_state_ = st;
+    }
+    if (state(p) != 0 && state(q) == 0) ++r_.breaks;
+  } else if (state(p) != 0) {
+    ++r_.breaks;
+  }
+  if (!snap_.running.empty()) {
+    r_.max_draw = draw_seen_ ? std::max(r_.max_draw, p.draw) : p.draw;
+    r_.min_draw = draw_seen_ ? std::min(r_.min_draw, p.draw) : p.draw;
+    draw_seen_ = true;
+  }
+  r_.power.push_back(p);
+  std::vector<std::pair<int64_t, size_t>> sz;
+  for (auto& r : snap_.running) sz.emplace_back(r.id, r.nodes.size());
+  std::sort(sz.begin(), sz.end());
+  std::string js;
+  for (auto& [id, n] : sz) js += (js.empty() ? "" : " ") + std::to_string(id) + ":" + std::to_string(n);
+  r_.power_jobs.push_back(std::move(js));
+}
 
 void Engine::release(std::vector<int> nodes) {
   std::sort(nodes.begin(), nodes.end());
@@ -197,7 +265,9 @@ void Engine::refresh(double t) {
 void Engine::pass(double t) {
   snap_.now = t;
   const bool malleable = sched::is_malleable_policy(o_.policy.policy);
-  if (snap_.waiting.empty() && (idle_ == 0 || !malleable)) return;
+  const bool power = o_.policy.policy == sched::Policy::power;
+  if (snap_.waiting.empty() && (idle_ == 0 || !malleable) && !(power && snap_.power.known && !snap_.running.empty()))
+    return;
   if (!malleable) {  // a rigid pass can only start a job that fits in the idle nodes
     if (min_need_ == 0) {
       min_need_ = std::numeric_limits<int>::max();
@@ -209,6 +279,8 @@ void Engine::pass(double t) {
   if (malleable) refresh(t);
   ++r_.passes;
   sched::Decision d = sched::decide(snap_, o_.policy);
+  if (o_.on_note)
+    for (auto& n : d.notes) o_.on_note(t, n);
   auto bad = [&](const std::string& what) {
     throw std::logic_error("policy " + sched::to_string(o_.policy.policy) + " produced an invalid decision at t=" +
                            std::to_string(t) + ": " + what);
@@ -279,6 +351,8 @@ void Engine::pass(double t) {
       rj.start_time = t;
       rj.time_limit = sp.time_limit;
       rj.accepting = sp.kind == sched::JobKind::malleable;  // registers at start
+      rj.min_power = sp.min_power;  // the hints as given (< 0: unknown, the policy's rule)
+      rj.max_power = sp.max_power;
       j.run_pos = static_cast<int>(snap_.running.size());
       snap_.running.push_back(std::move(rj));
       open_alloc(k, t);
@@ -287,6 +361,7 @@ void Engine::pass(double t) {
     std::erase_if(snap_.waiting, [&](const sched::WaitingJob& w) { return jobs_[index_[w.id]].st != Job::waiting; });
     min_need_ = 0;
   }
+  record(t);
 }
 
 SimResult Engine::run() {
@@ -357,6 +432,9 @@ SimResult Engine::run() {
   snap_.idle_known = true;
   snap_.up_count = o_.nodes;
   for (int i = 0; i < o_.nodes; ++i) snap_.idle.push_back(i);
+  snap_.power.idle_watts = o_.idle_watts;
+  snap_.power.node_max_watts = o_.node_max_watts;
+  r_.power_tracked = !o_.corridor.empty();
 
   size_t next_arrival = 0;
   double next_tick = o_.tick > 0 ? 0 : kInf;
@@ -365,9 +443,17 @@ SimResult Engine::run() {
     double t_arr = next_arrival < jobs_.size() ? jobs_[next_arrival].spec->submit : kInf;
     double t_ev = heap_.empty() ? kInf : heap_.top().t;
     double t_tick = (!snap_.running.empty() && o_.tick > 0) ? next_tick : kInf;
-    double t = std::min({t_arr, t_ev, t_tick});
+    // corridor changes matter while jobs wait, run or are still to come
+    const bool active = next_arrival < jobs_.size() || !snap_.running.empty() || !snap_.waiting.empty();
+    double t_corr = next_corr_ < o_.corridor.size() && active ? o_.corridor[next_corr_].t : kInf;
+    double t = std::min({t_arr, t_ev, t_tick, t_corr});
     if (!std::isfinite(t)) break;
     bool changed = false;
+    // 0. corridor changes of this instant (seed 000 §5.2.1: re-read every pass)
+    while (next_corr_ < o_.corridor.size() && o_.corridor[next_corr_].t <= t + kEps) {
+      set_corridor(next_corr_++);
+      changed = true;
+    }
     // 1. job events of this instant: ends, phase changes, ends of resize pauses
     while (!heap_.empty() && heap_.top().t <= t + kEps) {
       Event e = heap_.top();
@@ -395,6 +481,8 @@ SimResult Engine::run() {
       const SimJob& s = *j.spec;
       j.st = Job::waiting;
       snap_.waiting.push_back({s.id, s.kind, s.req_nodes, s.min_nodes, s.max_nodes, s.constraint, s.time_limit, s.submit});
+      snap_.waiting.back().min_power = s.min_power;
+      snap_.waiting.back().max_power = s.max_power;
       if (min_need_ > 0)
         if (int m = sched::min_size(snap_.waiting.back())) min_need_ = std::min(min_need_, m);
       changed = true;
@@ -405,6 +493,7 @@ SimResult Engine::run() {
       next_tick = t + o_.tick;
     }
     if (changed) {
+      record(t);  // the state the pass sees (a break it may correct at once)
       // a malleable policy sees the jobs it just started (or resized) only in
       // the next pass: run it at the same instant, as mjsched's next tick would
       size_t before = r_.passes, started = done_ + snap_.running.size();
@@ -413,6 +502,7 @@ SimResult Engine::run() {
           done_ + snap_.running.size() != started)
         pass(t);
     }
+    record(t);  // also changes without a pass (an end, a corridor change)
   }
 
   r_.never_started = snap_.waiting.size();

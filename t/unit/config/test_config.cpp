@@ -58,6 +58,21 @@ TEST_CASE("config: values are read", "[config]") {
   CHECK(load_config(d.write("scheduler:\n  policy: backfill\n")).policy.policy == sched::Policy::backfill);
 }
 
+TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
+  TempDir d;
+  auto c = load_config(d.write("scheduler:\n  policy: power\n  power:\n    mode: runtime\n    favour_malleable: true\n"
+                               "    max_tries: 3\n    ilp_time_limit: 0.5\n"));
+  CHECK(c.policy.policy == sched::Policy::power);
+  CHECK(c.policy.power_runtime_only);
+  CHECK(c.policy.power_favour_malleable);
+  CHECK(c.policy.power_max_tries == 3);
+  CHECK(c.policy.power_ilp_time_limit == Approx(0.5));
+  auto dflt = load_config(d.write("scheduler:\n  policy: power\n"));
+  CHECK_FALSE(dflt.policy.power_runtime_only);
+  CHECK_FALSE(dflt.policy.power_favour_malleable);
+  CHECK(dflt.policy.power_max_tries == 8);
+}
+
 TEST_CASE("config: the shipped etc/dynres.yaml loads", "[config]") {
   const char* src = std::getenv("DYNRES_SRC");
   if (!src) return;  // run outside ctest
@@ -93,6 +108,11 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"launcher: [local]\n", {"launcher", "mapping"}},
       {"- a\n- b\n", {"top level", "mapping"}},
       {"scheduler:\n  policy: easy\n tick: 1\n", {"dynres.yaml"}},  // malformed YAML
+      {"scheduler:\n  power:\n    mode: sometimes\n", {"scheduler.power.mode", "aware or runtime"}},
+      {"scheduler:\n  power:\n    max_tries: 0\n", {"scheduler.power.max_tries"}},
+      {"scheduler:\n  power:\n    ilp_time_limit: 0\n", {"scheduler.power.ilp_time_limit"}},
+      {"scheduler:\n  power:\n    favour_malleable: maybe\n", {"scheduler.power.favour_malleable"}},
+      {"scheduler:\n  power:\n    corridor: 5\n", {"unknown key", "scheduler.power.corridor"}},
   };
   for (auto& c : cases) {
     INFO("config text:\n" << c.text);

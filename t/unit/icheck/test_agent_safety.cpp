@@ -382,3 +382,40 @@ TEST_CASE("restart: a timed-out agent restore drops the agent link (issue 11 ite
   }
   ::unsetenv("ICHECK_TRANSFER");
 }
+
+TEST_CASE("agent: end checks the region checksums it keeps; test ops are off by default (issue 11 item 2)",
+          "[agent][safety]") {
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  Dir d;
+  Agent a(d.p, "a0", d.p / "pfs");
+  Link l = hello(a.addr, 0, 1, 1, {a.addr}, 1);
+  const json regs = json::array({{{"label", "x"}, {"type", 5}, {"count", 4096}, {"rank", 0}, {"offset", 0}},
+                                 {{"label", "y"}, {"type", 5}, {"count", 4096}, {"rank", 0}, {"offset", 4096}}});
+  REQUIRE(l.call({{"op", "begin"}, {"v", 1}, {"total", 8192}, {"regions", regs}, {"mode", "push"}}).value("ok", false));
+  // one checksum per region, each a non-negative integer
+  CHECK(err_of(l.call({{"op", "end"}, {"v", 1}, {"mode", "push"}, {"sums", json::array({1})}})).rfind("invalid:", 0) == 0);
+  CHECK(err_of(l.call({{"op", "end"}, {"v", 1}, {"mode", "push"}, {"sums", json::array({1, -2})}})).rfind("invalid:", 0) ==
+        0);
+  CHECK(err_of(l.call({{"op", "end"}, {"v", 1}, {"mode", "push"}, {"sums", json::array({1, "2"})}})).rfind("invalid:", 0) ==
+        0);
+  CHECK(err_of(l.call({{"op", "end"}, {"v", 1}, {"mode", "push"}, {"sums", 7}})).rfind("invalid:", 0) == 0);
+  // refused ends leave the piece incomplete: it cannot be published
+  CHECK(err_of(l.call({{"op", "publish"}, {"v", 1}})).rfind("noent:", 0) == 0);
+  const uint64_t big = UINT64_MAX - 5;
+  REQUIRE(l.call({{"op", "end"}, {"v", 1}, {"mode", "push"}, {"sums", json::array({big, 42})}}).value("ok", false));
+  REQUIRE(l.call({{"op", "publish"}, {"v", 1}}).value("ok", false));
+  json r = l.call({{"op", "rbegin"}, {"v", 1}, {"mode", "push"}});
+  REQUIRE(r.value("ok", false));
+  CHECK(r["regions"][0].value("xxh3", uint64_t(0)) == big);
+  CHECK(r["regions"][1].value("xxh3", uint64_t(0)) == 42);
+  REQUIRE(l.call({{"op", "rend"}}).value("ok", false));
+  // the test operation exists only with ICHECK_AGENT_TEST_OPS=1
+  CHECK(err_of(l.call({{"op", "test_corrupt"}, {"v", 1}})).rfind("invalid: unknown op", 0) == 0);
+  // the zero-filled piece does not match checksum 42: the second-level
+  // write refuses it, and no manifest is written
+  CHECK(err_of(l.call({{"op", "flush"}, {"timeout_ms", 20000}})).find("does not match the application's checksum") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(d.p / "pfs" / std::to_string(::geteuid()) / "safe" / "v0000000001" / "MANIFEST.json"));
+  CHECK(a.alive());
+}

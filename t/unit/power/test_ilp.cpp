@@ -231,3 +231,102 @@ TEST_CASE("ILP agrees with brute-force enumeration on 300 random small instances
   }
   CHECK(feasible > 50);  // the comparison is not vacuous
 }
+
+namespace {
+/// Least idle nodes, then fewest moves, by enumeration (small instances).
+std::pair<int, int> brute_force(const IlpInput& in, bool& feasible) {
+  std::vector<std::vector<int>> sizes;
+  for (auto& j : in.running) {
+    sizes.emplace_back();
+    for (int n = j.min_nodes; n <= std::min(j.max_nodes, in.nodes); ++n)
+      if (satisfies(n, j.constraint)) sizes.back().push_back(n);
+  }
+  for (auto& c : in.candidates) {
+    sizes.emplace_back();
+    for (int n = c.min_nodes; n <= std::min(c.max_nodes, in.nodes); ++n)
+      if (satisfies(n, c.constraint)) sizes.back().push_back(n);
+  }
+  std::pair<int, int> best{1 << 30, 1 << 30};
+  feasible = false;
+  std::vector<size_t> at(sizes.size(), 0);
+  for (auto& s : sizes)
+    if (s.empty()) return best;
+  while (true) {
+    int used = 0, moves = 0;
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int n = sizes[i][at[i]];
+      used += n;
+      if (i < in.running.size()) {
+        lo += n * in.running[i].p_min, hi += n * in.running[i].p_max;
+        moves += std::abs(n - in.running[i].current);
+      } else {
+        auto& c = in.candidates[i - in.running.size()];
+        lo += n * c.p_min, hi += n * c.p_max;
+      }
+    }
+    int idle = in.nodes - used;
+    if (idle >= 0 && lo + idle * in.idle_watts >= in.lower - 1e-9 && hi + idle * in.idle_watts <= in.upper + 1e-9) {
+      feasible = true;
+      best = std::min(best, std::make_pair(idle, moves));
+    }
+    size_t i = 0;
+    while (i < at.size() && ++at[i] == sizes[i].size()) at[i++] = 0;
+    if (i == at.size()) break;
+  }
+  return best;
+}
+}  // namespace
+
+TEST_CASE("ILP: least idle nodes and fewest moves equal an enumeration (random small instances)") {
+  std::mt19937_64 g(7);
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
+  int feasible_seen = 0;
+  for (int rep = 0; rep < 1000; ++rep) {
+    IlpInput in;
+    in.nodes = uni(4, 16);
+    in.idle_watts = uni(0, 2) * 40;
+    in.time_limit_s = 5;
+    in.moves_time_limit_s = 5;
+    in.adaptive_moves_budget = false;  // phase 2 to the end: the fewest moves are proven
+    int k = uni(1, 3), left = in.nodes;
+    for (int i = 0; i < k && left > 0; ++i) {
+      IlpJob j;
+      j.id = i + 1;
+      j.current = uni(1, std::min(left, 6));
+      left -= j.current;
+      j.min_nodes = uni(1, j.current);
+      j.max_nodes = j.current + uni(0, in.nodes);
+      j.constraint = static_cast<NodeConstraint>(uni(0, 5));
+      j.p_min = uni(50, 300);
+      j.p_max = j.p_min + uni(0, 40);
+      in.running.push_back(j);
+    }
+    if (uni(0, 1)) in.candidates.push_back({99, uni(1, 2), uni(2, 5), static_cast<NodeConstraint>(uni(0, 2)), 120, 150});
+    in.lower = uni(0, 30) * 100;
+    in.upper = in.lower + uni(1, 20) * 100;
+    bool feasible = false;
+    auto want = brute_force(in, feasible);
+    auto r = solve_corridor(in);
+    INFO("rep " << rep);
+    if (r.status == IlpStatus::invalid) continue;
+    if (!feasible) {
+      CHECK(r.status == IlpStatus::infeasible);
+      continue;
+    }
+    ++feasible_seen;
+    REQUIRE(r.status == IlpStatus::optimal);
+    CHECK(r.idle == want.first);
+    CHECK(r.moves_optimal);
+    CHECK(r.moves == want.second);
+    auto dflt = in;  // the adaptive phase 2 budget: same idle optimum, moves at most phase 1's
+    dflt.adaptive_moves_budget = true;
+    dflt.moves_time_limit_s = IlpInput{}.moves_time_limit_s;
+    auto rd = solve_corridor(dflt);
+    REQUIRE(rd.status == IlpStatus::optimal);
+    CHECK(rd.idle == want.first);
+    CHECK(rd.moves >= want.second);
+    if (rd.moves_optimal) CHECK(rd.moves == want.second);
+  }
+  CHECK(feasible_seen > 50);
+}

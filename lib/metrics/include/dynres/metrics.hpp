@@ -62,4 +62,14 @@ std::string gnuplot_quote(const std::string& s);
 void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>& allocs,
                      const std::vector<std::string>& node_order, const std::string& title);
 
+/// One point of a power-over-time series: from time t (seconds) the total
+/// draw is `draw` and the corridor [lower, upper] (watts).
+struct PowerSample {
+  double t = 0, draw = 0, lower = 0, upper = 0;
+};
+/// Plot the draw (a step line) against the corridor (a band) as PNG via
+/// gnuplot (seed 000 Fig. 9.3). Throws std::runtime_error if gnuplot is
+/// missing or fails.
+void write_power_png(const std::string& png, const std::vector<PowerSample>& samples, const std::string& title);
+
 }  // namespace dynres

@@ -44,12 +44,27 @@ struct IlpInput {
   double idle_watts = 71;               ///< p_idle, watts per idle node (§9.2.4: 71 W)
   double lower = 0, upper = 0;          ///< corridor [l, u], total watts
   double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
-  bool fewest_moves = true;             ///< second phase: fewest node moves among minimal-idle plans
-  double moves_time_limit_s = 0.01;     ///< budget of that second phase, seconds (within time_limit_s)
+  bool fewest_moves = true;             ///< phase 2: fewest node moves among the least-idle plans
+  /// Cap of phase 2's budget, seconds (within time_limit_s): phase 2 gets
+  /// half of phase 1's time, at least 0.3 ms, at most this (adaptive), or
+  /// all of it (adaptive_moves_budget false: the plan then depends on the
+  /// machine's speed only when phase 2 needs longer than this).
+  double moves_time_limit_s = 0.003;
+  bool adaptive_moves_budget = true;
+  /// lp_solve's absolute MIP gap for both phases (set_mip_gap). Both
+  /// objectives are integral, yet lp_solve's pruning is not "bound > best -
+  /// gap" in plain units: 0.5 lost the optimum in t/unit/power's enumeration
+  /// test, 0.3 matched it on every instance there and on every bench
+  /// instance the exact search (1e-11, lp_solve's default) proved
+  /// (bench/power/README). Not a proof: 1e-11 is the exact setting.
+  double mip_gap = 0.3;
+  /// Honour DYNRES_ILP_WRITE_LP (debugging, below). The scheduler's power
+  /// policy sets false: lib/sched does no I/O.
+  bool debug_write = true;
 };
 
 /// optimal: least idle power proven (and, with fewest_moves, fewest moves
-/// proven); feasible: a plan within the corridor whose idle power or move
+/// among those proven); feasible: a plan within the corridor whose idle power or move
 /// count is not proven best because the time limit hit (still usable);
 /// timeout: no plan within the time limit.
 enum class IlpStatus { optimal, feasible, infeasible, timeout, invalid, error };
@@ -64,7 +79,7 @@ struct IlpResult {
   double idle_power = 0;       ///< objective: k_idle * p_idle, watts
   double min_draw = 0, max_draw = 0;  ///< total watts of the plan at p_min / p_max
   int moves = 0;               ///< sum |k_i - current_i| (the tie-break among minimal-idle plans)
-  bool moves_optimal = false;  ///< the second phase proved `moves` the fewest (else: best found in its budget)
+  bool moves_optimal = false;  ///< phase 2 proved `moves` the fewest among the least-idle plans (else: best found in its budget)
   double solve_seconds = 0;    ///< wall time of lp_solve's solve()
 };
 
@@ -74,12 +89,16 @@ struct IlpResult {
 ///   sum k_i + sum m_j + k_idle = N, k_i in [min_i, max_i] satisfying its
 ///   node constraint (even/odd: k = 2a(+1); pof2/square/cube: k = sum v*b_v
 ///   with binary b_v, sum b_v = 1), k_idle >= 0.
-/// Phase 1 minimises idle power; phase 2 (fewest_moves) fixes k_idle at that
-/// optimum and minimises the node moves sum |k_i - current_i| within
-/// moves_time_limit_s. Both share time_limit_s (lp_solve's abort callback).
-/// Status optimal means the idle power is proven least; moves_optimal says
-/// whether phase 2 also proved the fewest moves (else its best plan, or phase
-/// 1's, is returned). Status feasible: phase 1 ran out of time with a plan.
+/// Phase 1 minimises k_idle (the idle power k_idle * p_idle; with p_idle = 0
+/// the fewest idle nodes); phase 2 (fewest_moves) fixes k_idle at that
+/// optimum and minimises the node moves sum |k_i - current_i| (phase 1's
+/// plan as the incumbent) within max(0.3 ms, half of phase 1's time) capped
+/// at moves_time_limit_s, on the same model (lp_solve restarts from the last
+/// basis), both with lp_solve's absolute MIP gap `mip_gap`. Both share
+/// time_limit_s (lp_solve's abort callback). Status optimal means the idle power is proven least;
+/// moves_optimal says whether phase 2 also proved the fewest moves (else its
+/// best plan, or phase 1's, is returned). Status feasible: phase 1 ran out of
+/// time with a plan.
 /// Never throws for a well-formed call: bad input (N < 1, l >= u, min > max,
 /// negative watts, no allowed count in [min, max], time limit <= 0) gives IlpStatus::invalid,
 /// lp_solve's INFEASIBLE gives infeasible with a reason that says whether the

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dynres/resize.hpp"
 
 namespace dynres {
@@ -114,5 +116,15 @@ void mark_relaunched(State& st, uint64_t id);
 std::optional<OrderRecord> wait_settled(State& st, uint64_t id, double timeout_s);
 
 const char* to_string(Kind k);
+
+/// mjstat -j: the job's protocol record and its orders, as lines to append
+/// to the detail view ("" when the job never ran under the protocol):
+///   Malleable=accepting MTCT=0.120 Progress=45% Restarts=1
+///   Resize order=3 expand 3->5 n[4-5] committed after 0.005 s
+std::string render_detail(State& st, int64_t job);
+/// The same as JSON: {"phase","mtct","progress","restart_count","last_resize",
+/// "orders":[{"order","kind","from","to","nodes","state","sent","settled",
+/// "duration","reason","restart"}]}; null when the job has no record.
+nlohmann::json detail_json(State& st, int64_t job);
 
 }  // namespace dynres::resize

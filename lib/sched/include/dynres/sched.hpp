@@ -49,6 +49,11 @@ struct WaitingJob {
   Constraint constraint = Constraint::none;
   double time_limit = -1;  ///< seconds; < 0 means unlimited
   double submit_time = 0;
+  /// Per-node draw in watts (--min-power/--max-power, else the history of
+  /// earlier runs, seed 000 §5.1.3); < 0: unknown, the power policy plans
+  /// with the midpoint of [Snapshot::power.idle_watts, node_max_watts] (one
+  /// given: used for both). Only the power policy reads them.
+  double min_power = -1, max_power = -1;
 };
 
 struct RunningJob {
@@ -75,6 +80,23 @@ struct RunningJob {
   /// MPI-time / compute-time ratio (seed 000 §4.1 "MTCT"); < 0 until the job
   /// reported one.
   double mtct = -1;
+  /// Per-node draw in watts, as WaitingJob::min_power/max_power (measured or
+  /// modelled); < 0: unknown. Only the power policy reads them.
+  double min_power = -1, max_power = -1;
+};
+
+/// The power corridor and power model of the cluster (seed 000 Ch. 5), read
+/// only by the power policy; the defaults (known = false) leave every other
+/// policy, and the power policy's corridor checks, unaffected.
+struct PowerView {
+  bool known = false;           ///< a corridor is in force
+  double lower = 0, upper = 0;  ///< corridor [l, u], total watts of the cluster
+  double idle_watts = 71;       ///< draw of an idle up node, watts (§9.2.4: 71 W)
+  double node_max_watts = 250;  ///< most a busy node draws, watts (unknown jobs: midpoint with idle_watts)
+  /// Total draw the caller measured or forecast for the next interval
+  /// (proactive mode, §5.1.4), watts; < 0: the policy models it from the
+  /// jobs' per-node [min_power, max_power] and the idle nodes.
+  double draw_min = -1, draw_max = -1;
 };
 
 struct Node {
@@ -102,6 +124,8 @@ struct Snapshot {
   bool idle_known = false;
   std::vector<int> idle;
   int up_count = 0;
+  /// The corridor and power model (power policy only).
+  PowerView power;
 };
 
 struct Start {
@@ -121,17 +145,23 @@ struct Decision {
   std::vector<Resize> expands;
   std::vector<Resize> shrinks;
   std::vector<std::pair<int64_t, std::string>> holds;
+  /// Why the policy did (or could not do) something, for the log: the power
+  /// policy explains a broken corridor it could not correct here (the ILP's
+  /// reason and whether the guarantees of Eq. 5.4/5.5 explain it). Empty
+  /// for the other policies.
+  std::vector<std::string> notes;
 };
 
-enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf };
-/// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf" (exact, lower case).
-/// std::nullopt for anything else; never throws. Source: seed 002
-/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3 (perf).
+enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf, power };
+/// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf|power" (exact, lower
+/// case). std::nullopt for anything else; never throws. Source: seed 002
+/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3
+/// (perf), Algorithm 4 (power).
 std::optional<Policy> parse_policy(const std::string& s);
 /// Canonical name; the inverse of parse_policy.
 std::string to_string(Policy p);
 /// True for the policies that expand and shrink running malleable jobs
-/// (fpsma, egs, minagree, perf).
+/// (fpsma, egs, minagree, perf, power).
 bool is_malleable_policy(Policy p);
 
 /// Job management of fpsma and egs (seed 000 §4.2.1).
@@ -182,6 +212,18 @@ struct PolicyConfig {
   /// it is grown at most to the size where its ratio would reach it (MTCT
   /// grows about linearly with the node count: n * threshold / MTCT).
   double mtct_threshold = 4.0;
+  // ---- power (seed 000 Algorithm 4, Eq. 5.3; dynres.yaml scheduler.power) -
+  /// Scenario 2 of seed 000 §9.2.4: start jobs as the static backfill does
+  /// (never held for power) and only reconfigure running malleable jobs when
+  /// the corridor is broken. false: Algorithm 4 (scenario 3).
+  bool power_runtime_only = false;
+  /// Algorithm 4 line 7-8: try malleable waiting jobs before the others
+  /// (each group in priority order) when the corridor is broken.
+  bool power_favour_malleable = false;
+  /// Waiting jobs tried as the ILP's candidate per pass (first feasible wins).
+  int power_max_tries = 8;
+  /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
+  double power_ilp_time_limit = 0.05;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
@@ -252,6 +294,42 @@ struct PolicyConfig {
 ///              without an MTCT come after those with one in both orders.
 ///   Options (PolicyConfig): backfill (EASY start phase for fpsma/egs/perf),
 ///   start_at_minimum, grow_when_held, step, management.
+///   power    — seed 000 Algorithm 4 with the ILP of Eq. 5.3 (lp_solve,
+///              dynres::power::solve_corridor; pure computation, bounded by
+///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
+///              min_power/max_power (W per node; unknown: the midpoint of
+///              [idle_watts, node_max_watts]). Draw = sum n x [min, max] + idle x
+///              idle_watts (or PowerView::draw_min/max); broken when above
+///              upper or below lower. Resizable jobs (the common rule) get
+///              k_i in their admissible [min, max], the others stay fixed.
+///              No corridor (power.known false): start as backfill, nothing
+///              else. power_runtime_only (§9.2.4 scenario 2): start as
+///              backfill (malleable at their --nodes, never held for power);
+///              if the corridor is broken and no job adapts, the ILP
+///              redistributes the running jobs (this pass's starts fixed).
+///              Aware (scenario 3): broken and no job adapting — the ILP is
+///              given the smallest prefix of the queue (priority order;
+///              malleable first with power_favour_malleable; at most
+///              power_max_tries startable jobs) at their requested sizes,
+///              then each job alone over its range [min, max]; the first
+///              feasible plan is carried out with its starts; else the
+///              running jobs alone; else the allocation is kept and a note
+///              gives the ILP's reason (and whether Eq. 5.4/5.5 explain it).
+///              Broken while a job adapts: nothing starts (held
+///              "PowerCorridor"). Then (and when the corridor holds) jobs
+///              start in queue order at their requested size only if the
+///              modelled draw stays inside (or, when outside, moves towards
+///              it without crossing the other bound); otherwise held
+///              "PowerCorridor" even with nodes free, or "Resources". With
+///              the corridor kept, the highest-priority jobs held for want
+///              of nodes are offered to the ILP at their requested sizes
+///              (it may shrink running jobs within the corridor); else the
+///              idle nodes go one admissible step at a time, round robin by
+///              start time, to resizable jobs while the corridor holds and
+///              the expansion is worth grow_cost. Expansions of an ILP plan
+///              may use nodes its shrinks release (carried out first, as
+///              seed 000 §5.2 orders them); a job is resized at most once.
+///              Every waiting job not started gets one hold.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
 /// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
 /// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /

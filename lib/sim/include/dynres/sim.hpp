@@ -56,7 +56,26 @@ struct SimJob {
   int limit_nodes = 1;         ///< the size time_limit refers to
   double serial = 0.05;        ///< nominal serial fraction (the scheduler's view)
   std::vector<Phase> phases;   ///< empty: one phase with `serial`
+  /// Per-node draw in watts (the --min-power/--max-power hints); < 0:
+  /// unknown, [SimOptions::idle_watts, node_max_watts] (one given: used for
+  /// both). The modelled draw of a job is the midpoint; the power policy
+  /// gets the hints as given (< 0 when unknown).
+  double min_power = -1, max_power = -1;
 };
+
+/// A change of the power corridor: from `t` (seconds since the workload's
+/// start) the corridor is [lower, upper] watts (seed 000 §5.2.1, §9.2.3).
+struct CorridorChange {
+  double t = 0, lower = 0, upper = 0;
+};
+
+/// Read a corridor file (mjsim(1) "CORRIDOR FILE"): one change per line,
+/// "TIME LOWER UPPER" (seconds since the workload's start, watts; TIME also
+/// with a unit s/m/h), '#' starts a comment, blank lines ignored; times
+/// strictly increasing, 0 <= LOWER < UPPER, all finite, at most 100,000
+/// lines of at most 4096 bytes. Throws std::runtime_error "FILE:LINE: ..."
+/// naming the problem, or when the file cannot be read or holds no change.
+std::vector<CorridorChange> read_corridor(const std::string& path);
 
 /// Simulator options.
 struct SimOptions {
@@ -69,6 +88,13 @@ struct SimOptions {
   double tick = 0;                      ///< extra passes every `tick` s while jobs wait or run (0: events only)
   double tau = 10;                      ///< bounded-slowdown threshold, seconds
   bool keep_nodelists = false;          ///< fill AllocationRecord::nodelist (Gantt charts)
+  /// Power corridor over time (empty: no corridor, no power tracking and
+  /// the results are those of a run without power). Sorted by t.
+  std::vector<CorridorChange> corridor;
+  double idle_watts = 71;               ///< draw of an idle node, watts (seed 000 §9.2.4)
+  double node_max_watts = 250;          ///< draw per node of a job without power hints, watts
+  /// Called with each note of a Decision (the power policy's reasons), if set.
+  std::function<void(double now, const std::string& note)> on_note;
   /// Called about every 2 % of the jobs finished (progress of long runs).
   std::function<void(size_t done, size_t total, double now)> progress;
 };
@@ -86,6 +112,23 @@ struct SimResult {
   /// admissible size / nodes, max over jobs of submit + shortest run (largest
   /// admissible size)), seconds; resize costs excluded.
   double lower_bound = 0;
+  // ---- power (only with SimOptions::corridor) -------------------------------
+  bool power_tracked = false;
+  /// The modelled draw (watts) and the corridor from each point's time on,
+  /// recorded after every scheduling pass and every change; several points
+  /// may share a time (a break seen by one pass and corrected by the next
+  /// pass of the same instant). Ends at the last job's end.
+  std::vector<PowerSample> power;
+  /// Per point of `power`: the running jobs' sizes, "id:nodes" separated by
+  /// blanks, in id order.
+  std::vector<std::string> power_jobs;
+  /// Violations: episodes of positive duration with the draw outside the
+  /// corridor (a new episode starts when the draw leaves it, or crosses from
+  /// above to below); breaks: points outside the corridor whose predecessor
+  /// was inside (including those corrected at the same instant).
+  int violations = 0, breaks = 0;
+  double above_ws = 0, below_ws = 0;    ///< watt-seconds above the upper / below the lower bound
+  double max_draw = 0, min_draw = 0;    ///< extremes of the draw while jobs ran, watts
 };
 
 /// Run the workload. Deterministic: same jobs and options give the same
@@ -154,6 +197,31 @@ struct BatchRow {
 const std::vector<BatchRow>& batch_table();
 /// Seconds of one unit of `work` at one node (the calibration constant).
 double batch_work_unit();
+
+/// Built-in power workloads of seed 000 §9.2 (mjsim(1) "Power workloads"):
+///   power-mix     §9.2.4 / Table 9.2: 20 jobs every 2 s, alternately Pi
+///                 (170 W/node) and heat (250 W/node), --nodes 1-4 (seeded),
+///                 malleable 1-14 (the share `malleable_fraction`, else rigid)
+///   power-upper   §9.2.2 upper enforcement: App 1 (300 W/node) on 12 nodes,
+///                 App 2 (110 W/node) on 2, both malleable 1-24
+///   power-lower   §9.2.2 lower enforcement: App 1 (110 W/node) and App 2
+///                 (140 W/node) on 4 nodes each, malleable 1-16
+///   power-dynamic §9.2.3: one malleable Pi job (120 W/node) on 1 node, 1-16
+/// Throws std::invalid_argument for another name. default_nodes() and
+/// default_corridor() give the cluster size and the corridor of the seed's
+/// experiment (power-dynamic: 100-600 -> 700-1200 at 240 s -> 1300-1900 at
+/// 480 s -> 100-600 at 720 s; power-mix: 1700-2500 -> 1000-1700 at 480 s ->
+/// 2500-3500 at 720 s).
+std::vector<SimJob> power_jobs(const std::string& name, double malleable_fraction, uint64_t seed);
+bool is_power_workload(const std::string& name);
+int power_default_nodes(const std::string& name);
+double power_default_idle_watts(const std::string& name);
+std::vector<CorridorChange> power_default_corridor(const std::string& name);
+
+/// Write the power series (t,draw_w,lower_w,upper_w,state,jobs with state
+/// in, above, below and jobs the running jobs' "id:nodes") to `path`; throws std::runtime_error when it cannot be
+/// written.
+void write_power_csv(const std::string& path, const SimResult& r);
 
 /// Write one CSV row per job (id,name,kind,submit,start,end,wait,response,
 /// nodes_start,nodes_end,min,max,expands,shrinks) to `path`; throws

@@ -9,7 +9,11 @@
 //   begin    {v, total, regions[], mode:"pull"|"push", key, base}
 //            -> push: {key, base} of the agent piece buffer
 //   chunk    {buf_off, data_off, len}   pull: agent fi_reads library buffer -> piece
-//   end      {v}  piece complete (all bytes present)
+//   end      {v, sums}  piece complete (all bytes present); sums = the
+//                 library's XXH3_64 of each region (begin's order), kept as
+//                 the region's "xxh3" (versions/rbegin return it); checked
+//                 again before the second-level write (a damaged copy is
+//                 refused: "corrupt: ...")
 //   publish  {v}  every agent of the app holds v complete: v becomes current,
 //                 older versions of the slot are dropped (§6.2.3.2)
 //   versions {}   -> {versions:[{v, current, total, regions}]}
@@ -27,6 +31,10 @@
 //   shutdown {flush}
 //   part     {v, index, part, timeout_ms}  sealed ckstore part from a peer
 //                 agent (to agent 0); replied once the manifest is written
+//   test_corrupt {v}  only with ICHECK_AGENT_TEST_OPS=1 in the agent's
+//                 environment (tests): flip one bit of every piece of v
+// Connections are authenticated on their own thread (never on the accept
+// loop), at most 16 pending per TCP peer host, 4096 connections in all.
 // Every reply is {ok:true,...} or {error:"..."}. Every integer field is
 // checked: a non-negative JSON integer in range ("invalid: field ..."
 // otherwise); chunk/rchunk ranges and the regions of a begin must lie inside

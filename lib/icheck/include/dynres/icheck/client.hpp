@@ -14,7 +14,10 @@
 // buffer; pull = the agent fi_reads, push = the library fi_writes into the
 // agent's piece buffer. A version becomes current only
 // after every rank's agent acknowledged its piece complete; then every agent
-// is told to publish it (§6.2.3.2). Any agent failure turns the commit into a
+// is told to publish it (§6.2.3.2). Each piece carries the XXH3_64 checksum
+// of every region (computed beside the transfer); a restart from agents
+// checks the restored bytes against them and takes the second level (else
+// ICHECK_ECORRUPT) when they differ. Any agent failure turns the commit into a
 // direct write of the same version (§6.5.1) and the mode to "direct" until a
 // later successful probe.
 #pragma once

@@ -47,7 +47,8 @@ int run_controller(const ControllerOptions& o, std::atomic<bool>* stop);
 struct ManagerOptions {
   std::string config;
   std::string node;         ///< node label (e.g. n1)
-  std::string listen;       ///< command address (default unix:<run_dir>/manager-<node>.sock)
+  std::string listen;       ///< command address (default unix:<run_dir>/manager-<node>.sock;
+                            ///< "auto": TCP on this host's address, any port; its agents then listen on TCP too)
   std::string agent_bin;    ///< icagent path (default: next to the running executable)
   double mem_limit_gb = 0;  ///< report at most this much available memory (0 = real MemAvailable)
 };
