@@ -6,7 +6,7 @@
  *   mpiexec -n 4 heat [--nx 256] [--ny 256] [--iters 1000] [--ckpt-every 100]
  *                     [--app heat] [--config icheck.yaml] [--no-icheck]
  *                     [--fault-at N] [--stop-at N] [--no-persist] [--print-every N]
- *                     [--hand-redist FILE] [-q]
+ *                     [--hand-redist FILE] [--malleable] [--iter-seconds S] [-q]
  *   heat --nx 64 --ny 64 --iters 50 --no-icheck      (one plain process)
  *
  * The global grid has NY rows and NX columns (cells), boundaries included:
@@ -51,6 +51,36 @@
  * mix(global index, bits of the double), reduced with MPI_SUM and mixed with
  * NX and NY — independent of the rank count and of interruption + restart.
  *
+ * --iter-seconds S makes every iteration last at least S seconds (each rank
+ * sleeps the rest of it after its sweep): a heavier step for demonstrations
+ * and tests that must resize a run before it ends, without burning CPU.
+ *
+ * Malleability (--malleable or HEAT_MALLEABLE=1, inside a dynres job:
+ * MJ_JOB_ID set; mj(3), seed 000 §7.4.4 "malleability through
+ * checkpoint-restart"): rank 0 alone talks to the scheduler through libmj.
+ * It calls mj_init_adapt and mj_register, and after every iteration
+ * mj_probe_adapt (never blocks); the pending flag and the order are
+ * broadcast to every rank. On an order, rank 0 opens the adaptation window
+ * with mj_adapt_begin(MJ_ADAPT_RESTART); every rank commits with iCheck
+ * (unless that iteration was just committed), finalizes (flush to the
+ * second level) and exits 0 ("heat: stopped for resize ..."). The job's
+ * supervisor then runs the job script again on the new node list; there
+ * mj_init_adapt reports MJ_RESUMED, heat restores the checkpoint
+ * redistributed over the new process count (the script chooses it, e.g.
+ * one rank per node of MJ_JOB_NUM_NODES) and rank 0 commits the order with
+ * mj_adapt_commit ("heat: resumed order=..."). Before the last iteration's
+ * result rank 0 deregisters (no order is accepted in the shutdown phase;
+ * a job cannot register again, so a later heat run in the same job script
+ * runs at a fixed size) and prints "heat: malleable probes=N
+ * probe_seconds=S poll_seconds=T" (rank 0's time in mj_probe_adapt, and in
+ * the probes plus the broadcasts of their answers, which includes waiting
+ * for the slowest rank; also on the "stopped for resize" line).
+ * The time stamps t_* of these lines are Unix times in seconds (rank 0's
+ * clock) for bench/mj/restart_resize.sh. --malleable needs iCheck; outside
+ * a dynres job it says so and heat runs at a fixed size, as it does when
+ * the scheduler cannot be reached. Without --malleable heat never calls
+ * libmj.
+ *
  * MPI_Init is called when started by a launcher (PMI_RANK, PMI_SIZE,
  * PMIX_RANK, OMPI_COMM_WORLD_SIZE) or with --mpi; otherwise one process runs
  * without MPI. Exit codes: 0 ok, 1 runtime error, 2 bad arguments.
@@ -70,6 +100,9 @@
 #endif
 #ifndef NO_ICHECK
 #include "icheck.h"
+#endif
+#ifdef HEAT_HAVE_MJ
+#include "mj.h"
 #endif
 
 typedef struct {
@@ -102,6 +135,13 @@ static double max_over_ranks(double v) {
   }
 #endif
   return v;
+}
+
+/* Unix time in seconds (the scheduler's clock: resize_orders.sent/settled). */
+__attribute__((unused)) static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static uint64_t mix64(uint64_t x) {
@@ -141,7 +181,8 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: heat [--nx N] [--ny N] [--iters N] [--ckpt-every K] [--app NAME]\n"
           "            [--config PATH] [--no-icheck] [--fault-at N] [--stop-at N] [--no-persist]\n"
-          "            [--print-every N] [--hand-redist FILE] [--mpi|--no-mpi] [-q]\n"
+          "            [--print-every N] [--hand-redist FILE] [--malleable] [--iter-seconds S]\n"
+          "            [--mpi|--no-mpi] [-q]\n"
           "2-D Jacobi heat simulation (seed 000 §2.2.2.2) with iCheck checkpoints.\n");
 }
 
@@ -179,14 +220,69 @@ static int hand_load(const char* f, double* rows, long r0, long lrows, long nx, 
 /* HAND-REDIST END */
 #endif
 
+#ifdef HEAT_HAVE_MJ
+/* The malleable side (rank 0 talks to libmj; the others follow by broadcast). */
+typedef struct {
+  mj_status st;      /* rank 0: from mj_init_adapt */
+  double t_main;     /* rank 0: wall clock at the top of main */
+} mall_t;
+static mall_t M;
+static double mj_probe_s = 0; /* rank 0: seconds in mj_probe_adapt */
+
+static void mj_warn(const char* what, int rc) {
+  fprintf(stderr, "heat: --malleable: %s: %s%s%s\n", what, mj_strerror(rc), mj_last_error()[0] ? ": " : "",
+          mj_last_error());
+}
+
+/* Collective. Rank 0 probes; 1 when every rank must stop for a
+ * restart-based resize (rank 0 has begun the order *o). */
+static int mall_poll(mj_order* o, double* t_seen) {
+  int64_t msg[5] = {0, 0, 0, 0, 0}; /* go, order id, kind, nodes before, after */
+  if (P.rank == 0) {
+    int pending = 0;
+    const double tp = now_s();
+    int rc = mj_probe_adapt(&pending, NULL, o);
+    mj_probe_s += now_s() - tp;
+    if (rc == MJ_OK && pending == 1) {
+      *t_seen = wall_s();
+      rc = mj_adapt_begin(o, MJ_ADAPT_RESTART);
+      if (rc == MJ_OK)
+        msg[0] = 1, msg[1] = o->id, msg[2] = o->kind, msg[3] = o->num_nodes_before, msg[4] = o->num_nodes_after;
+      else
+        mj_warn("mj_adapt_begin", rc);
+    } else if (rc == MJ_OK && pending == -1) {
+      fprintf(stderr, "heat: --malleable: order %lld was rolled back\n", (long long)o->id);
+    } else if (rc != MJ_OK && rc != MJ_ERR_CONNECT) {
+      mj_warn("mj_probe_adapt", rc);
+    }
+  }
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi) MPI_Bcast(msg, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
+#endif
+  if (msg[0] && P.rank != 0) {
+    o->id = msg[1], o->kind = (mj_order_kind)msg[2];
+    o->num_nodes_before = (int)msg[3], o->num_nodes_after = (int)msg[4];
+  }
+  return (int)msg[0];
+}
+#endif
+
 int main(int argc, char** argv) {
+#ifdef HEAT_HAVE_MJ
+  M.t_main = wall_s();
+#endif
   long nx = 256, ny = 256, iters = 1000, ckpt_every = 100, fault_at = 0, print_every = 0, stop_at = 0;
   const char* app = "heat";
   const char* hand = NULL;
   const char* config = NULL;
-  int use_icheck = 1, persist = 1, quiet = 0, force_mpi = 0, no_mpi = 0;
+  int use_icheck = 1, persist = 1, quiet = 0, force_mpi = 0, no_mpi = 0, malleable = 0;
+  double iter_seconds = 0;
+  {
+    const char* e = getenv("HEAT_MALLEABLE");
+    malleable = e && *e && strcmp(e, "0") != 0;
+  }
   enum { O_NX = 1000, O_NY, O_ITERS, O_CKPT, O_APP, O_CONFIG, O_NOICHECK, O_FAULT, O_NOPERSIST,
-         O_PRINT, O_MPI, O_NOMPI, O_STOP, O_HAND };
+         O_PRINT, O_MPI, O_NOMPI, O_STOP, O_HAND, O_MALL, O_ITERSEC };
   static const struct option opts[] = {
       {"nx", required_argument, 0, O_NX},           {"ny", required_argument, 0, O_NY},
       {"iters", required_argument, 0, O_ITERS},     {"ckpt-every", required_argument, 0, O_CKPT},
@@ -195,6 +291,7 @@ int main(int argc, char** argv) {
       {"no-persist", no_argument, 0, O_NOPERSIST},  {"print-every", required_argument, 0, O_PRINT},
       {"mpi", no_argument, 0, O_MPI},               {"no-mpi", no_argument, 0, O_NOMPI},
       {"stop-at", required_argument, 0, O_STOP},    {"hand-redist", required_argument, 0, O_HAND},
+      {"malleable", no_argument, 0, O_MALL},       {"iter-seconds", required_argument, 0, O_ITERSEC},
       {"quiet", no_argument, 0, 'q'},               {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int c;
@@ -214,6 +311,16 @@ int main(int argc, char** argv) {
       case O_NOMPI: no_mpi = 1; break;
       case O_STOP: stop_at = parse_long(optarg, "stop-at", 1); break;
       case O_HAND: hand = optarg; break;
+      case O_MALL: malleable = 1; break;
+      case O_ITERSEC: {
+        char* end = NULL;
+        iter_seconds = strtod(optarg, &end);
+        if (!optarg[0] || *end || !(iter_seconds >= 0 && iter_seconds <= 3600)) {
+          fprintf(stderr, "heat: --iter-seconds wants seconds in [0, 3600], got '%s'\n", optarg);
+          return 2;
+        }
+        break;
+      }
       case 'q': quiet = 1; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -228,7 +335,21 @@ int main(int argc, char** argv) {
     fprintf(stderr, "heat: --iters too large\n");
     return 2;
   }
+  if (malleable && (!use_icheck || hand)) {
+    fprintf(stderr, "heat: --malleable resizes by iCheck checkpoint-restart: not with --no-icheck or --hand-redist\n");
+    return 2;
+  }
+#ifndef HEAT_HAVE_MJ
+  if (malleable) {
+    fprintf(stderr, "heat: built without libmj: --malleable is unavailable\n");
+    return 2;
+  }
+#endif
 #ifdef NO_ICHECK
+  if (malleable) {
+    fprintf(stderr, "heat: built without iCheck: --malleable is unavailable\n");
+    return 2;
+  }
   if (use_icheck && !quiet)
     fprintf(stderr, "heat: built without iCheck: checkpointing disabled\n");
   use_icheck = 0;
@@ -255,6 +376,33 @@ int main(int argc, char** argv) {
     if (P.rank == 0) fprintf(stderr, "heat: --ny %ld is smaller than the rank count %d\n", ny, P.size);
     die(2);
   }
+
+#ifdef HEAT_HAVE_MJ
+  /* Only rank 0 talks to the scheduler (mj(3)); the others learn by
+   * broadcast (only when asked: without --malleable nothing changes). */
+  __attribute__((unused)) const int mall_asked = malleable; /* the same on every rank (arguments) */
+  if (malleable && !getenv("MJ_JOB_ID")) {
+    if (P.rank == 0)
+      fprintf(stderr, "heat: --malleable: not inside a dynres job (MJ_JOB_ID unset): running at a fixed size\n");
+    malleable = 0;
+  }
+  if (malleable && P.rank == 0) {
+    int rc = mj_init_adapt(&M.st);
+    if (rc != MJ_OK) {
+      mj_warn("mj_init_adapt", rc);
+      fprintf(stderr, "heat: --malleable: running at a fixed size\n");
+      malleable = 0;
+    } else if (!quiet) {
+      printf("heat: malleable job=%lld status=%s nodes=%d old=%d restart=%d ranks=%d\n", (long long)M.st.job,
+             M.st.kind == MJ_RESUMED ? "resumed" : M.st.kind == MJ_JOINING ? "joining" : "new", M.st.num_nodes,
+             M.st.old_num_nodes, M.st.restart_count, P.size);
+    }
+  }
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi && mall_asked) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
+  double t_restore0 = 0, t_restore1 = 0;
+#endif
 
   /* row decomposition: global rows [r0, r0 + lrows) */
   const long base = ny / P.size, rem = ny % P.size;
@@ -308,6 +456,9 @@ int main(int argc, char** argv) {
     if (!quiet && P.rank == 0)
       printf("heat: icheck mode=%s status=%s\n", icheck_mode(),
              status == ICHECK_STATUS_RESTART ? "restart" : "new");
+#ifdef HEAT_HAVE_MJ
+    t_restore0 = wall_s();
+#endif
     if (status == ICHECK_STATUS_RESTART) {
       double t0 = now_s();
       check_ic(icheck_restart_all(), "icheck_restart_all");
@@ -321,7 +472,42 @@ int main(int argc, char** argv) {
         printf("heat: restart version=%" PRId64 " iteration=%d seconds=%.6f from_ranks=%d ranks=%d\n",
                icheck_version(), iter_done, dt, icheck_restart_size(), P.size);
     }
+#ifdef HEAT_HAVE_MJ
+    t_restore1 = wall_s();
+#endif
   }
+#endif
+#ifdef HEAT_HAVE_MJ
+  /* A restart-based resize is done once the data is restored on the new
+   * process count: rank 0 commits the order, then (re)registers. */
+  if (malleable && P.rank == 0) {
+    if (M.st.kind == MJ_RESUMED) {
+      if (!restarted)
+        fprintf(stderr, "heat: --malleable: resumed after order %lld but no checkpoint to restore: starting over\n",
+                (long long)M.st.order);
+      int rc = mj_adapt_commit(M.st.order, NULL, 0);
+      const double t_committed = wall_s();
+      if (rc != MJ_OK) mj_warn("mj_adapt_commit", rc);
+      printf("heat: resumed order=%lld nodes=%d->%d ranks=%d restart=%d iteration=%d commit=%s"
+             " t_main=%.6f t_restore_begin=%.6f t_restore_end=%.6f t_committed=%.6f\n",
+             (long long)M.st.order, M.st.old_num_nodes, M.st.num_nodes, P.size, M.st.restart_count, iter_done,
+             rc == MJ_OK ? "ok" : mj_strerror(rc), M.t_main, t_restore0, t_restore1, t_committed);
+    }
+    int rc = mj_register();
+    if (rc != MJ_OK) {
+      mj_warn("mj_register", rc);
+      fprintf(stderr, "heat: --malleable: running at a fixed size\n");
+      malleable = 0;
+    }
+  }
+#ifdef HEAT_HAVE_MPI
+  if (P.mpi && mall_asked) MPI_Bcast(&malleable, 1, MPI_INT, 0, MPI_COMM_WORLD); /* mj_register may fail */
+#endif
+  int64_t adapt_order = 0; /* > 0: stopped for this restart-based resize */
+  double adapt_seconds = 0, ckpt_seconds = 0, t_seen = 0, probe_s = 0; /* probe_s: rank 0's time in mall_poll */
+  long probes = 0;
+  mj_order adapt;
+  memset(&adapt, 0, sizeof adapt);
 #endif
   if (!quiet && P.rank == 0)
     printf("heat: nx=%ld ny=%ld ranks=%d iters=%ld ckpt_every=%ld icheck=%d\n", nx, ny, P.size,
@@ -329,6 +515,7 @@ int main(int argc, char** argv) {
 
   const double t_begin = now_s();
   for (long it = iter_done; it < iters; ++it) {
+    const double t_iter = iter_seconds > 0 ? now_s() : 0;
     /* ghost-cell exchange with the neighbours above and below */
 #ifdef HEAT_HAVE_MPI
     if (P.mpi && P.size > 1) {
@@ -357,6 +544,13 @@ int main(int argc, char** argv) {
     }
     memcpy(u + nx, un + nx, (size_t)lrows * (size_t)nx * sizeof *u);
     iter_done = (int)(it + 1);
+    if (iter_seconds > 0) {
+      const double rest = iter_seconds - (now_s() - t_iter);
+      if (rest > 0) {
+        struct timespec ts = {(time_t)rest, (long)((rest - (double)(time_t)rest) * 1e9)};
+        nanosleep(&ts, NULL);
+      }
+    }
 
     if (print_every > 0 && iter_done % print_every == 0) {
       double dmax = max_over_ranks(delta);
@@ -382,6 +576,31 @@ int main(int argc, char** argv) {
       check_ic(icheck_commit(), "icheck_commit");
 #endif
     if (iter_done == stop_at) break;
+#ifdef HEAT_HAVE_MJ
+    /* no order is taken after the last iteration: the job ends anyway */
+    int go = 0;
+    if (malleable && iter_done < iters) {
+      const double tp = now_s();
+      go = mall_poll(&adapt, &t_seen);
+      probe_s += now_s() - tp;
+      ++probes;
+    }
+    if (go) {
+      double t0 = now_s();
+      if (P.rank == 0 && !quiet)
+        printf("heat: adapt order=%lld %s nodes=%d->%d iteration=%d t_seen=%.6f\n", (long long)adapt.id,
+               adapt.kind == MJ_ORDER_EXPAND ? "expand" : "shrink", adapt.num_nodes_before, adapt.num_nodes_after,
+               iter_done, t_seen);
+#ifndef NO_ICHECK /* (without iCheck --malleable is refused) */
+      if (!(ckpt_every > 0 && iter_done % ckpt_every == 0)) check_ic(icheck_commit(), "icheck_commit");
+      ckpt_seconds = max_over_ranks(now_s() - t0);
+      check_ic(icheck_finalize(0), "icheck_finalize"); /* flush to the second level */
+#endif
+      adapt_seconds = max_over_ranks(now_s() - t0);
+      adapt_order = adapt.id;
+      break;
+    }
+#endif
     if (fault_at > 0 && !restarted && iter_done == fault_at) {
       if (P.rank == 0) printf("heat: fault injected after iteration %d: SIGKILL\n", iter_done);
       fflush(stdout);
@@ -389,6 +608,28 @@ int main(int argc, char** argv) {
       raise(SIGKILL);
     }
   }
+#ifdef HEAT_HAVE_MJ
+  if (adapt_order > 0) {
+    if (P.rank == 0)
+      printf("heat: stopped for resize order=%lld iteration=%d ranks=%d commit_seconds=%.6f"
+             " icheck_commit_seconds=%.6f probes=%ld probe_seconds=%.6f poll_seconds=%.6f t_seen=%.6f"
+             " t_flushed=%.6f\n",
+             (long long)adapt_order, iter_done, P.size, adapt_seconds, ckpt_seconds, probes, mj_probe_s, probe_s,
+             t_seen, wall_s());
+    free(u);
+    free(un);
+#ifdef HEAT_HAVE_MPI
+    if (P.mpi) MPI_Finalize();
+#endif
+    return 0;
+  }
+  if (malleable && P.rank == 0) { /* shutdown phase: no more orders */
+    if (!quiet) printf("heat: malleable probes=%ld probe_seconds=%.6f poll_seconds=%.6f\n", probes, mj_probe_s, probe_s);
+    int rc = mj_deregister();
+    if (rc != MJ_OK) mj_warn("mj_deregister", rc);
+    mj_finalize();
+  }
+#endif
   const double elapsed = max_over_ranks(now_s() - t_begin);
 
   /* decomposition-independent checksum over the global grid */
