@@ -111,6 +111,10 @@ while kill -0 "$SUB" 2>/dev/null || [[ $(sq "SELECT COUNT(*) FROM jobs WHERE sta
       echo "space back at ${el}s" >>"$DIR/disk.log"
     fi
   fi
+  # like an admin's cron job: a cluster without a scheduler is booted again
+  # (a reboot can fail while the disk is full)
+  p=$(cat "$C/mjsched.pid" 2>/dev/null)
+  [[ -n $p ]] && kill -0 "$p" 2>/dev/null || boot
   r=$((RANDOM % 100))
   if ((r < 12 && sched_kills < SKILLS)); then
     p=$(cat "$C/mjsched.pid" 2>/dev/null)

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   auto* rsz = app.add_subcommand("resize", "order a running malleable job to N nodes: resize JOBID N [--wait S]");
   rsz->add_option("job_id", rs_job, "the job (running, registered as malleable)")->required()->check(CLI::PositiveNumber);
   rsz->add_option("nodes", rs_nodes, "its new node count")->required()->check(CLI::Range(1, 1000000));
+  bool rs_count = false;
+  rsz->add_flag("--job-chooses", rs_count, "a shrink names only the count; the job chooses which nodes (preShrink)");
   rsz->add_option("--wait", rs_wait, "wait up to S seconds for the job to commit or the order to be rolled back")
       ->check(CLI::Range(0.0, 86400.0));
   app.require_subcommand(1);
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
     dynres::State st(dynres::state_path(home));
     if (rsz->parsed()) {
       auto rep = dynres::proto::request(dynres::sched_socket(home),
-                                        {{"op", "resize"}, {"job", rs_job}, {"nodes", rs_nodes}}, 10000);
+                                        {{"op", "resize"}, {"job", rs_job}, {"nodes", rs_nodes}, {"by_count", rs_count}}, 10000);
       if (!rep) throw std::runtime_error("the scheduler of " + home + " does not answer (is mjsched running?)");
       if (rep->contains("error")) throw std::runtime_error("job " + std::to_string(rs_job) + ": " + (*rep)["error"].get<std::string>());
       uint64_t id = (*rep)["order"].get<uint64_t>();

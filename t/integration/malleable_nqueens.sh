@@ -3,7 +3,7 @@
 # local virtual cluster a malleable nqueens job (N = 14, a coordinator and one
 # worker per node, tasks slowed to 25 ms so it runs long enough) starts on 2
 # nodes, is ordered by hand (mjcontrol resize) to grow to 8 and then to shrink
-# to 3. Checks: both resizes are committed (the coordinator prints them with
+# to 3, then to 2 by count (the job chooses the node, seed 002 preShrink). Checks: both resizes are committed (the coordinator prints them with
 # their latency, the state file records the new node sets, allocations stay
 # disjoint), workers really ran on the added nodes and the released ones'
 # workers are gone, and the solution count is the fixed-size 365596.
@@ -41,9 +41,18 @@ wait_for 20 "shrink 8->3 committed" has '^resize shrink 8->3 latency_s=' || t_fa
 assert_eq 3 "$(job_col "$C" "$id" num_nodes)" "the state file gives the job 3 nodes"
 assert_eq 3 "$(procs_matching "nqueens --taskbag-worker" | wc -l)" "3 worker processes left"
 
+# seed 002's preShrink: the order names a count, the job chooses its nodes
+t_run mjcontrol resize "$id" 2 --job-chooses --wait 20
+assert_eq 0 "$T_RC" "a shrink by count is committed ($T_OUT $T_ERR)"
+assert_match 'Resize order=[0-9]+ shrink 3->2 count=1 committed' "$(mjstat -j "$id")" "mjstat shows the count order"
+rel=$(sq "$C" "SELECT released FROM resize_orders WHERE job_id=$id ORDER BY id DESC LIMIT 1")
+assert_match '^n[0-9]+$' "$rel" "the job named the node it released ($rel)"
+assert_ne "$(sq "$C" "SELECT name FROM nodes WHERE job_id=$id ORDER BY id LIMIT 1")" "$rel" "not its first node"
+assert_eq 2 "$(job_col "$C" "$id" num_nodes)" "the state file gives the job 2 nodes"
+
 wait_state 60 "$C" "$id" COMPLETED || t_fatal "$(out | tail -n 20)"
 assert_eq 365596 "$(out | grep -oE 'solutions=[0-9]+' | cut -d= -f2)" "the same count as a fixed-size run"
-assert_match 'expands=1 shrinks=1 rollbacks=0' "$(out | grep '^taskbag ')" "one expand, one shrink, no rollback"
+assert_match 'expands=1 shrinks=2 rollbacks=0' "$(out | grep '^taskbag ')" "one expand, two shrinks, no rollback"
 check_allocations_disjoint "$C"
 t_run nqueens -n 14 --workers 3
 assert_eq 365596 "$(grep -oE 'solutions=[0-9]+' <<<"$T_OUT" | cut -d= -f2)" "fixed-size run with 3 workers"

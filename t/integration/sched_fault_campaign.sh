@@ -17,7 +17,7 @@ assert_match 'stepd_kills=[1-9]' "$T_OUT" "supervisors were killed during the ru
 assert_match 'cancels=[1-9]' "$T_OUT" "jobs were cancelled during the run"
 # the same with the cluster directory on a tmpfs that fills up for 6 s (root)
 if [[ $(id -u) == 0 ]]; then
-  t_run "$DYNRES_SRC/bench/sched/fault_campaign.sh" --jobs 80 --sched-kills 2 --stepd-kills 2 --seed 3 --full-disk --dir "$T_TMP/full"
+  t_run "$DYNRES_SRC/bench/sched/fault_campaign.sh" --jobs 60 --sched-kills 2 --stepd-kills 2 --seed 3 --full-disk --dir "$T_TMP/full"
   if [[ $T_RC == 77 ]]; then
     t_log "full-disk part skipped: $T_ERR"
   else

@@ -10,7 +10,7 @@
 t_begin 400
 [[ -x $DYNRES_BIN/mjsim && -x $DYNRES_BIN/esp-app ]] || t_skip "mjsim or esp-app is not built"
 
-SCALE=0.03 NODES=8 COUNT=20
+SCALE=0.02 NODES=8 COUNT=20
 t_run mjsim -w esp -N "$NODES" --jobs "$COUNT" --time-scale "$SCALE" -p easy --tick 0.1 --json -q
 rigid=$(echo "$T_OUT" | json_get makespan_s)
 for pol in perf fpsma; do

@@ -101,11 +101,12 @@ Config load_config(const std::string& path) {
   c.kill_wait = get<double>(s, "kill_wait", c.kill_wait, "scheduler", path);
   if (c.kill_wait < 0) throw ConfigError(path + ": scheduler.kill_wait must be >= 0");
   auto rz = s ? s["resize"] : YAML::Node();
-  check_keys(rz, "scheduler.resize", {"timeout", "backoff", "restart_timeout"}, path);
+  check_keys(rz, "scheduler.resize", {"timeout", "backoff", "restart_timeout", "shrink_by_count"}, path);
   const std::string rw = "scheduler.resize";
   c.resize_timeout = get<double>(rz, "timeout", c.resize_timeout, rw, path);
   c.resize_backoff = get<double>(rz, "backoff", c.resize_backoff, rw, path);
   c.resize_restart_timeout = get<double>(rz, "restart_timeout", c.resize_restart_timeout, rw, path);
+  c.resize_shrink_by_count = get<bool>(rz, "shrink_by_count", c.resize_shrink_by_count, rw, path);
   if (!(c.resize_timeout > 0 && c.resize_timeout <= 86400))
     throw ConfigError(path + ": scheduler.resize.timeout must be in (0, 86400] seconds");
   if (!(c.resize_backoff >= 0 && c.resize_backoff <= 86400))

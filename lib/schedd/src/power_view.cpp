@@ -17,8 +17,8 @@ namespace dynres::schedd {
 PowerView::PowerView(const std::string& home) : model_(power::load_power_model(config_path(home))) {}
 
 void PowerView::annotate(State& st, sched::Snapshot& snap, double now) {
-  power::migrate_power(st.db());  // no-op once the schema is there
-  auto corridor = power::corridor_at(st.db(), now);
+  // no schema: no corridor was ever set (pcorridor creates it); never create it here
+  auto corridor = power::has_power_schema(st.db()) ? power::corridor_at(st.db(), now) : std::nullopt;
   if (!corridor) {
     snap.power = {};
     return;

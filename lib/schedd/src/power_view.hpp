@@ -19,8 +19,10 @@ class PowerView {
   /// Fill snap.power (corridor in force at `now`, idle and maximum node
   /// watts) and every job's per-node min/max power (hints, history of the
   /// same name and size, or the model's range; §5.1.3); without a corridor
-  /// snap.power stays unknown. Records a modelled sample of every node at
-  /// most once a second while a corridor is in force.
+  /// snap.power stays unknown (the power schema is never created here).
+  /// Records a modelled sample of every node at most once a second while a
+  /// corridor is in force. Called by the daemon under the power policy only
+  /// (other policies leave sampling to `pcorridor sample`).
   void annotate(State& st, sched::Snapshot& snap, double now);
 
  private:

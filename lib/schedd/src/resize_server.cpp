@@ -369,13 +369,14 @@ void ResizeServer::annotate(sched::Snapshot& snap, double now) const {
 }
 
 std::optional<uint64_t> ResizeServer::send_order(State& st, int64_t job, resize::Kind kind,
-                                                 std::vector<std::string> nodes, double now, std::string* why) {
+                                                 std::vector<std::string> nodes, double now, std::string* why,
+                                                 int count) {
   if (!has_listener(job)) {
     if (why) *why = "no process of the job is listening for orders";
     return std::nullopt;
   }
   int from = static_cast<int>(book_.nodes(job).size());
-  auto o = book_.order(job, kind, std::move(nodes), 0, now, why);
+  auto o = book_.order(job, kind, std::move(nodes), count, now, why);
   if (!o) return std::nullopt;
   int to = size_after(*o, from);
   resize::record_order(st, *o, from, to);
@@ -410,7 +411,11 @@ std::vector<int> ResizeServer::issue(State& st, const sched::Decision& d, const 
     }
     blocked.insert(blocked.end(), s.nodes.begin(), s.nodes.end());
     std::string why;
-    if (!send_order(st, s.job, resize::Kind::shrink, names(s.nodes), now, &why))
+    bool ok = shrink_by_count_
+                  ? send_order(st, s.job, resize::Kind::shrink, {}, now, &why, static_cast<int>(s.nodes.size()))
+                        .has_value()
+                  : send_order(st, s.job, resize::Kind::shrink, names(s.nodes), now, &why).has_value();
+    if (!ok)
       log_("job " + std::to_string(s.job) + ": shrink not ordered: " + why);
   }
   for (auto& e : d.expands) {
@@ -423,7 +428,8 @@ std::vector<int> ResizeServer::issue(State& st, const sched::Decision& d, const 
 }
 
 std::optional<uint64_t> ResizeServer::admin_resize(State& st, uint32_t uid, int64_t job, int target,
-                                                   const sched::Snapshot& snap, double now, std::string* why) {
+                                                   const sched::Snapshot& snap, double now, std::string* why,
+                                                   bool by_count) {
   auto no = [&](const std::string& w) -> std::optional<uint64_t> {
     if (why) *why = w;
     return std::nullopt;
@@ -453,6 +459,7 @@ std::optional<uint64_t> ResizeServer::admin_resize(State& st, uint32_t uid, int6
                 " more");
     return send_order(st, job, resize::Kind::expand, pick, now, why);
   }
+  if (by_count) return send_order(st, job, resize::Kind::shrink, {}, now, why, cur - target);
   std::vector<int> held = r->nodes;
   std::sort(held.begin(), held.end());
   for (int k = 0; k < cur - target; ++k) pick.push_back(snap.nodes.at(held[held.size() - 1 - k]).name);

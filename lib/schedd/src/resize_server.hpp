@@ -78,8 +78,12 @@ class ResizeServer {
   /// Refused: not the owner, the job not running/registered/accepting, a
   /// target outside [min_nodes, max_nodes] or its node constraint, not
   /// enough idle nodes.
+  /// by_count: a shrink names only how many nodes to give back and the job
+  /// chooses which (seed 002's preShrink).
   std::optional<uint64_t> admin_resize(State& st, uint32_t uid, int64_t job, int target, const sched::Snapshot& snap,
-                                       double now, std::string* why);
+                                       double now, std::string* why, bool by_count = false);
+  /// Policy shrinks as counts (the job chooses its nodes; scheduler.resize.shrink_by_count).
+  void set_shrink_by_count(bool b) { shrink_by_count_ = b; }
 
   bool adapting() const { return book_.any_adapting(); }
 
@@ -100,10 +104,11 @@ class ResizeServer {
   void push(int64_t job, const proto::json& body);
   void close_conn(int fd, const std::string& why);
   std::optional<uint64_t> send_order(State& st, int64_t job, resize::Kind kind, std::vector<std::string> nodes,
-                                     double now, std::string* why);
+                                     double now, std::string* why, int count = 0);
   bool has_listener(int64_t job) const;
   resize::Peer peer(const Conn& c) const { return {c.uid, c.job, c.secret}; }
 
+  bool shrink_by_count_ = false;
   resize::Book book_;
   resize::Options opt_;
   Log log_;

@@ -205,6 +205,7 @@ ResizeServer& Daemon::resizer() {
     o.backoff = cfg.resize_backoff;
     o.restart_timeout = cfg.resize_restart_timeout;
     resize_ = std::make_unique<ResizeServer>(o, [](const std::string& m) { log(m); });
+    resize_->set_shrink_by_count(cfg.resize_shrink_by_count);
     resize_->load(state(), now_seconds());
   }
   return *resize_;
@@ -238,8 +239,10 @@ int Daemon::pass() {
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
-  if (!power_) power_ = std::make_unique<PowerView>(home);
-  power_->annotate(st, snap, now);  // the corridor is re-read every pass (§5.2.1)
+  if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
+    if (!power_) power_ = std::make_unique<PowerView>(home);
+    power_->annotate(st, snap, now);
+  }
   if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
     std::vector<std::pair<int64_t, std::string>> changed;
     for (auto& j : st.jobs({kPending})) {
@@ -342,8 +345,9 @@ bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
     auto snap = build_snapshot(state(), now, node_ids);
     resizer().annotate(snap, now);
     std::string why;
+    bool by_count = m.contains("by_count") && m["by_count"].is_boolean() && m["by_count"].get<bool>();
     auto id = resizer().admin_resize(state(), static_cast<uint32_t>(cr.uid), *job, static_cast<int>(*target), snap,
-                                     now, &why);
+                                     now, &why, by_count);
     if (id) proto::send_frame(c, {{"ok", true}, {"order", *id}});
     else proto::send_frame(c, {{"error", why}});
     return false;

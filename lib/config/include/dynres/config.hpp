@@ -22,6 +22,7 @@ struct Config {
   double resize_timeout = 30;          ///< seconds an order may stay unacknowledged
   double resize_backoff = 120;         ///< seconds without orders for a job after a rollback
   double resize_restart_timeout = 600; ///< seconds a restart-based resize may take after adapt-begin
+  bool resize_shrink_by_count = false; ///< policy shrinks name a count; the job chooses its nodes (seed 002 preShrink)
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming
