@@ -313,6 +313,22 @@ check_allocations_disjoint() {
   t_pass "node allocations disjoint"
 }
 
+# check_nodes_consistent DIR WHAT — the state file's node ownership matches
+# the jobs: no node held by a job that is not RUNNING, and each running job's
+# num_nodes equals the nodes it holds (no node lost, none in two jobs).
+check_nodes_consistent() {
+  local bad
+  bad=$(sq "$1" "SELECT 'node ' || n.name || ' held by job ' || n.job_id || ' (' || IFNULL(j.state,'none') || ')'
+                 FROM nodes n LEFT JOIN jobs j ON j.id = n.job_id
+                 WHERE n.job_id IS NOT NULL AND IFNULL(j.state,'') != 'RUNNING'
+                 UNION ALL
+                 SELECT 'job ' || j.id || ' num_nodes=' || j.num_nodes || ' holds ' || COUNT(n.id)
+                 FROM jobs j LEFT JOIN nodes n ON n.job_id = j.id WHERE j.state = 'RUNNING'
+                 GROUP BY j.id HAVING COUNT(n.id) != j.num_nodes")
+  if [[ -n $bad ]]; then t_fail "node states inconsistent ($2): $(echo $bad)"; return 1; fi
+  t_pass "node states consistent ($2)"
+}
+
 # pids_alive PID... — true when every pid exists (and is not a zombie).
 pid_alive() {
   local s

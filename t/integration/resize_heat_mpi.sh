@@ -28,18 +28,6 @@ mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
 
-nodes_consistent() {
-  local bad
-  bad=$(sq "$C" "SELECT 'node ' || n.name || ' held by job ' || n.job_id || ' (' || IFNULL(j.state,'none') || ')'
-                 FROM nodes n LEFT JOIN jobs j ON j.id = n.job_id
-                 WHERE n.job_id IS NOT NULL AND IFNULL(j.state,'') != 'RUNNING'
-                 UNION ALL
-                 SELECT 'job ' || j.id || ' num_nodes=' || j.num_nodes || ' holds ' || COUNT(n.id)
-                 FROM jobs j LEFT JOIN nodes n ON n.job_id = j.id WHERE j.state = 'RUNNING'
-                 GROUP BY j.id HAVING COUNT(n.id) != j.num_nodes")
-  if [[ -n $bad ]]; then t_fail "node states inconsistent ($1): $(echo $bad)"; return 1; fi
-  t_pass "node states consistent ($1)"
-}
 out() { cat "$W/heat-$J.out" 2>/dev/null; }
 registered_times() { [[ $(out | grep -c '^heat: malleable job=') -ge $1 && $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$J") == accepting ]]; }
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' | tail -1; }
@@ -78,7 +66,7 @@ J=$(HEAT=$DYNRES_BIN/heat mjsub --parsable -o "$W/heat-%j.out" \
 wait_state 10 "$C" "$J" RUNNING
 assert_eq 1 "$(job_col "$C" "$J" num_nodes)" "the job starts on 1 node (-N 1)"
 assert_eq malleable "$(job_col "$C" "$J" kind)" "#SBATCH --malleable makes it malleable"
-nodes_consistent "1 node"
+check_nodes_consistent "$C" "1 node"
 mjcancel "$B" >/dev/null
 wait_state 10 "$C" "$B" CANCELLED
 wait_for 10 "the blocker's nodes idle" eval "[[ \$(sq $C 'SELECT COUNT(*) FROM nodes WHERE job_id IS NULL') == 3 ]]"
@@ -96,7 +84,7 @@ assert_match 'heat-malleable: run 2 on 4 node\(s\) n\[[0-9-]+\]: 4 rank\(s\) \(r
 assert_match 'heat: restart version=[0-9]+ iteration=[0-9]+ seconds=[0-9.]+ from_ranks=1 ranks=4' "$O" "4 ranks restored 1 rank's grid"
 assert_match 'heat: resumed order=[0-9]+ nodes=1->4 ranks=4 restart=1 iteration=[0-9]+ commit=ok' "$O" "rank 0 committed the order"
 assert_eq 4 "$(job_col "$C" "$J" num_nodes)" "the job holds 4 nodes"
-nodes_consistent "after the expand"
+check_nodes_consistent "$C" "after the expand"
 it1=$(sed -n 's/^heat: stopped for resize order=[0-9]* iteration=\([0-9]*\).*/\1/p' <<<"$O" | head -1)
 assert_lt "$it1" 240 "the expand happened while heat ran (iteration $it1)"
 
@@ -110,7 +98,7 @@ assert_match 'heat: stopped for resize order=[0-9]+ iteration=[0-9]+ ranks=4 ' "
 assert_match 'heat: restart version=[0-9]+ iteration=[0-9]+ seconds=[0-9.]+ from_ranks=4 ranks=2' "$O" "2 ranks restored 4 ranks' grid"
 assert_match 'heat: resumed order=[0-9]+ nodes=4->2 ranks=2 restart=2 iteration=[0-9]+ commit=ok' "$O" "rank 0 committed the shrink"
 assert_eq 2 "$(job_col "$C" "$J" num_nodes)" "the job holds 2 nodes"
-nodes_consistent "after the shrink"
+check_nodes_consistent "$C" "after the shrink"
 it2=$(sed -n 's/^heat: stopped for resize order=[0-9]* iteration=\([0-9]*\).*/\1/p' <<<"$O" | tail -1)
 assert_lt "$it2" 240 "the shrink happened while heat ran (iteration $it2)"
 
@@ -132,7 +120,7 @@ assert_eq "1 1" "$(sq "$C" "SELECT group_concat(restart, ' ') FROM resize_orders
 assert_eq 2 "$(sq "$C" "SELECT restart_count FROM mj_jobs WHERE job_id=$J")" "restart count 2"
 assert_eq 3 "$(sq "$C" "SELECT COUNT(*) FROM allocations WHERE job_id=$J")" "a new allocation per resize"
 assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM nodes WHERE job_id IS NOT NULL")" "no node held after the end"
-nodes_consistent "at the end"
+check_nodes_consistent "$C" "at the end"
 
 # ---- a second heat in the same job cannot register again (the job
 # deregistered at the end of the first): it runs at a fixed size, every rank

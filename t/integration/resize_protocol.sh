@@ -20,19 +20,6 @@ t_begin 170
 C=$T_TMP/c
 boot_cluster "$C" 6 --tick 0.2 --resize-timeout 1.5 --resize-backoff 2
 
-# nodes_consistent — the state file's node ownership matches the jobs
-nodes_consistent() {
-  local bad
-  bad=$(sq "$C" "SELECT 'node ' || n.name || ' held by job ' || n.job_id || ' (' || IFNULL(j.state,'none') || ')'
-                 FROM nodes n LEFT JOIN jobs j ON j.id = n.job_id
-                 WHERE n.job_id IS NOT NULL AND IFNULL(j.state,'') != 'RUNNING'
-                 UNION ALL
-                 SELECT 'job ' || j.id || ' num_nodes=' || j.num_nodes || ' holds ' || COUNT(n.id)
-                 FROM jobs j LEFT JOIN nodes n ON n.job_id = j.id WHERE j.state = 'RUNNING'
-                 GROUP BY j.id HAVING COUNT(n.id) != j.num_nodes")
-  if [[ -n $bad ]]; then t_fail "node states inconsistent ($1): $(echo $bad)"; return 1; fi
-  t_pass "node states consistent ($1)"
-}
 held() { job_col "$C" "$1" num_nodes; }
 out_of() { cat "$C/out-$1.txt" 2>/dev/null; }
 order_state() { sq "$C" "SELECT state FROM resize_orders WHERE id=$1"; }
@@ -52,7 +39,7 @@ t_run mjcontrol resize "$A" 2 --wait 5
 assert_eq 0 "$T_RC" "shrink to 2 committed ($T_OUT $T_ERR)"
 assert_match 'shrink order [0-9]+ sent .* -> 2 nodes' "$T_OUT" "mjcontrol names the order"
 assert_eq 2 "$(held "$A")" "job $A holds 2 nodes after the shrink"
-nodes_consistent "after shrink"
+check_nodes_consistent "$C" "after shrink"
 t_run mjcontrol resize "$A" 5 --wait 5
 assert_eq 0 "$T_RC" "expand to 5 committed ($T_OUT $T_ERR)"
 assert_eq 5 "$(held "$A")" "job $A holds 5 nodes after the expand"
@@ -64,7 +51,7 @@ assert_eq 2 "$(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$A AND kind='ad
 assert_eq 1 "$(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$A AND kind='mj_register'")" "registration logged"
 t_run mjstat --metrics
 assert_match 'resizes +1 expands, 1 shrinks' "$T_OUT" "mjstat --metrics counts the resizes"
-nodes_consistent "after expand"
+check_nodes_consistent "$C" "after expand"
 t_run mjstat -j "$A"
 assert_contains "$T_OUT" "Malleable=accepting" "mjstat -j shows the protocol phase"
 assert_match 'Resize order=[0-9]+ shrink [0-9]->2 n[^ ]+ committed after 0\.[0-9]+ s' "$T_OUT" "mjstat -j lists the shrink"
@@ -109,7 +96,7 @@ assert_contains "$(cat "$C/mjsched.log")" "refused a job connection: wrong secre
 [[ -n $(sched_pid "$C") ]] && t_pass "mjsched survived the bad input" || t_fail "mjsched died on bad input"
 t_run mjcontrol resize "$A" 3 --wait 5
 assert_eq 0 "$T_RC" "job $A still resizes after the bad input ($T_OUT)"
-nodes_consistent "after bad input"
+check_nodes_consistent "$C" "after bad input"
 
 # ---- 3. an order never answered is rolled back; back-off ------------------
 # (under easy a malleable job starts on as many nodes as are idle, up to
@@ -126,7 +113,7 @@ assert_match 'order=[0-9]+ after=1\.[5-9][0-9]*s' "$(sq "$C" "SELECT detail FROM
   "the rollback is logged with its duration"
 t_run mjcontrol resize "$I" 1
 assert_contains "$T_ERR" "back-off" "no new order during the back-off"
-nodes_consistent "after timeout"
+check_nodes_consistent "$C" "after timeout"
 mjcancel "$I" >/dev/null
 
 # ---- 4. rollback kills the processes started on the added nodes -----------
@@ -142,7 +129,7 @@ LO=$(out_of "$L")
 assert_match 'launched n[0-9]+ [0-9]+' "$LO" "a process was started on the added node"
 assert_match 'rolled_back [0-9]+' "$LO" "the job learns of the rollback (commit: MJ_ERR_ROLLED_BACK)"
 assert_match 'reaped [0-9]+ killed' "$LO" "libmj killed the process on the added node"
-nodes_consistent "after rollback with launched processes"
+check_nodes_consistent "$C" "after rollback with launched processes"
 
 # ---- 5. a job SIGKILLed mid-resize ----------------------------------------
 K=$(submit 'MJT_CRASH=1 mjtest serve 60' -N 2 --min-nodes 1 --max-nodes 2)
@@ -152,7 +139,7 @@ t_run mjcontrol resize "$K" 1 --wait 5
 assert_eq 1 "$T_RC" "the order of a job killed mid-resize is rolled back"
 wait_state 10 "$C" "$K" FAILED
 assert_eq rolled_back "$(sq "$C" "SELECT state FROM resize_orders WHERE job_id=$K")" "its order is settled"
-nodes_consistent "after a job killed mid-resize"
+check_nodes_consistent "$C" "after a job killed mid-resize"
 
 # ---- 6. mjsched SIGKILLed mid-resize --------------------------------------
 S=$(submit 'MJT_DELAY=1 mjtest serve 20' -N 2 --min-nodes 1 --max-nodes 2)
@@ -171,7 +158,7 @@ wait_for 10 "order $SO settled" eval "[[ \$(order_state $SO) == rolled_back ]]"
 assert_contains "$(sq "$C" "SELECT reason FROM resize_orders WHERE id=$SO")" "scheduler restarted" "the restart rolled it back"
 wait_for 15 "job $S told of the rollback" eval "out_of $S | grep -q '^rolled_back $SO'"
 assert_eq "$SN" "$(held "$S")" "job $S keeps its nodes"
-nodes_consistent "after mjsched was killed mid-resize"
+check_nodes_consistent "$C" "after mjsched was killed mid-resize"
 assert_eq RUNNING "$(job_state "$C" "$A")" "other jobs unaffected by all of this"
 
 # ---- 7. restart-based resize ----------------------------------------------
@@ -195,11 +182,11 @@ assert_eq 0 "$T_RC" "restart-based expand committed ($T_OUT $T_ERR)"
 assert_match 'status RESUMED job=[0-9]+ nodes=3 old=1 .* restart=2' "$(out_of "$R")" "the script ran again on 3 nodes"
 assert_eq 3 "$(held "$R")" "job $R holds 3 nodes"
 assert_eq 2 "$(sq "$C" "SELECT restart_count FROM mj_jobs WHERE job_id=$R")" "restart count recorded"
-nodes_consistent "after restart-based resizes"
+check_nodes_consistent "$C" "after restart-based resizes"
 
 for j in $A $R; do mjcancel "$j" >/dev/null 2>&1; done
 wait_for 15 "all jobs ended" no_active_jobs "$C"
-nodes_consistent "at the end"
+check_nodes_consistent "$C" "at the end"
 check_allocations_disjoint "$C"
 check_started_once "$C"
 t_done
