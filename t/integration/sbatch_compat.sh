@@ -267,6 +267,30 @@ for args in "afterok:99999|job 99999 does not exist" "bogus:$A|unknown type 'bog
 done
 assert_eq "$before" "$(state_digest "$C")" "refused dependencies recorded nothing"
 mjcancel "$NOK"
+
+# ---- -w/--nodelist and -x/--exclude -----------------------------------------
+wait_for 30 "the cluster is idle" no_active_jobs "$C"
+write_script "$W/hold.sh" '#!/bin/bash' 'sleep 2'
+H=$(mjsub --parsable -N 1 -w n3 hold.sh)                 # n3 busy for 2 s
+WJ=$(mjsub --parsable -N 2 -w n3 quick.sh)               # needs n3: waits, then gets n3 and one more
+XJ=$(mjsub --parsable -N 2 -x 'n[1-2]' quick.sh)         # never n1 or n2
+wait_state 20 "$C" "$WJ" COMPLETED
+wait_state 20 "$C" "$XJ" COMPLETED
+assert_eq n3 "$(job_col "$C" "$H" nodelist)" "-w n3: the job ran on n3"
+assert_eq 'n[1,3]' "$(job_col "$C" "$WJ" nodelist)" "-w n3 -N 2: the job got n3 and the lowest idle node"
+assert_eq 2 "$(job_col "$C" "$WJ" num_nodes)" "-w n3 -N 2: and one more node"
+assert_le "$(job_col "$C" "$H" end_time)" "$(job_col "$C" "$WJ" start_time)" "-w waited for its node"
+assert_eq "n[3-4]" "$(job_col "$C" "$XJ" nodelist)" "-x n[1-2]: the job ran on the other nodes"
+assert_eq 3 "$(job_col "$C" "$(mjsub --parsable -N 1 -w 'n[1-3]' --hold quick.sh)" req_nodes)" "-w with 3 nodes raises -N 1 to 3"
+before=$(state_digest "$C")
+for args in "-w n9|no node 'n9' in this cluster" "-x n[1-4]|leaves at most 0 nodes" "-w n1 -x n1|both name n1" \
+  "-w n[1|bad node list" "-w n1 --malleable|cannot be combined with --malleable" "-w n[1-5]|more than the cluster has"; do
+  # shellcheck disable=SC2086
+  t_run mjsub ${args%%|*} quick.sh
+  assert_ne 0 "$T_RC" "mjsub ${args%%|*} refused"
+  assert_contains "$T_ERR" "${args#*|}" "mjsub ${args%%|*} names the problem"
+done
+assert_eq "$before" "$(state_digest "$C")" "refused -w/-x recorded nothing"
 check_started_once "$C"
 check_allocations_disjoint "$C"
 t_done

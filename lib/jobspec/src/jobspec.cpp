@@ -1,5 +1,7 @@
 #include "dynres/jobspec.hpp"
 
+#include "dynres/hostlist.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +45,8 @@ const std::vector<OptionDef>& job_options() {
       {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code (command line only)"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
+      {{"-w", "--nodelist"}, true, "nodes the job must get, e.g. n[1-2] (more are added up to its node count)"},
+      {{"-x", "--exclude"}, true, "nodes the job must not get, e.g. n[7-8]"},
       {{"-n", "--ntasks"}, true, "number of tasks; without -N the node count follows from the nodes' CPUs"},
       {{"--ntasks-per-node"}, true, "tasks per node (at most the node's CPUs / --cpus-per-task)"},
       {{"-c", "--cpus-per-task"}, true, "CPUs per task (default 1)"},
@@ -233,6 +237,20 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   } else if (key == "--hold") {
     if (!v.empty()) throw SpecError("--hold takes no value");
     s.hold = true;
+  } else if (key == "--nodelist" || key == "--exclude") {
+    const std::string opt = key == "--nodelist" ? "-w/--nodelist" : "-x/--exclude";
+    std::vector<std::string> names;
+    try {
+      names = expand_hostlist(v);
+    } catch (const std::exception& e) {
+      throw SpecError(opt + ": bad node list '" + v + "': " + e.what());
+    }
+    if (names.empty()) throw SpecError(opt + ": empty node list");
+    if (names.size() > 100000) throw SpecError(opt + ": more than 100000 nodes");
+    std::sort(names.begin(), names.end());
+    if (std::adjacent_find(names.begin(), names.end()) != names.end())
+      throw SpecError(opt + ": a node is named twice in '" + v + "'");
+    (key == "--nodelist" ? s.nodelist : s.exclude) = compress_hostlist(names);
   } else if (key == "--begin") {
     s.begin = parse_begin_time(v, now_seconds());
   } else if (key == "--rigid") {
@@ -464,6 +482,8 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   };
   take(s.name, c.name);
   take(s.constraint, c.constraint);
+  take(s.nodelist, c.nodelist);
+  take(s.exclude, c.exclude);
   take(s.time_limit, c.time_limit);
   take(s.output, c.output);
   take(s.error, c.error);
@@ -538,6 +558,19 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   } else if (s.ntasks_per_node) {
     ntasks = s.nodes.value_or(1) * *s.ntasks_per_node;
   }
+  // sbatch -w / -x (checked against the cluster's node names at submission)
+  std::vector<std::string> want = s.nodelist ? expand_hostlist(*s.nodelist) : std::vector<std::string>{};
+  std::vector<std::string> avoid = s.exclude ? expand_hostlist(*s.exclude) : std::vector<std::string>{};
+  for (auto& n : want)
+    if (std::find(avoid.begin(), avoid.end(), n) != avoid.end())
+      throw SpecError("-w/--nodelist and -x/--exclude both name " + n);
+  if (s.malleable && (!want.empty() || !avoid.empty()))
+    throw SpecError("-w/--nodelist and -x/--exclude cannot be combined with --malleable (expansions could not honour them)");
+  if (!want.empty() && static_cast<int>(want.size()) > cluster)
+    throw SpecError("-w/--nodelist names " + std::to_string(want.size()) + " nodes, more than the cluster has (" +
+                    std::to_string(cluster) + ")");
+  j.req_nodelist = s.nodelist.value_or("");
+  j.exc_nodelist = s.exclude.value_or("");
   j.ntasks = ntasks;
   j.ntasks_per_node = s.ntasks_per_node.value_or(0);
   j.cpus_per_task = C;
@@ -565,6 +598,23 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
                                         " nodes of " + std::to_string(P) + " CPUs, more than the cluster has ("
                                   : "--nodes (" + std::to_string(j.req_nodes) + ") is more nodes than the cluster has (") +
                       std::to_string(cluster) + ")");
+  }
+  if (!want.empty() || !avoid.empty()) {
+    // as Slurm: the job gets every -w node, so its node count is at least their number
+    const int w = static_cast<int>(want.size());
+    if (j.kind == "rigid") {
+      j.req_nodes = j.min_nodes = j.max_nodes = std::max(j.req_nodes, w);
+    } else {
+      j.min_nodes = std::max(j.min_nodes, w);
+      j.req_nodes = std::max(j.req_nodes, j.min_nodes);
+      if (j.min_nodes > j.max_nodes)
+        throw SpecError("-w/--nodelist names " + std::to_string(w) + " nodes, more than --max-nodes (" +
+                        std::to_string(j.max_nodes) + ")");
+    }
+    const int left = cluster - static_cast<int>(avoid.size());
+    if (j.min_nodes > left)
+      throw SpecError("-x/--exclude leaves at most " + std::to_string(std::max(0, left)) + " nodes, fewer than the job's " +
+                      std::to_string(j.min_nodes));
   }
   if (largest_admissible(*c, j.min_nodes, j.max_nodes) == 0)
     throw SpecError("--node-constraint=" + j.constraint + ": no admissible node count in [" +

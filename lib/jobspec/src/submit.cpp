@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "dynres/hostlist.hpp"
 #include "dynres/jobspec.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
@@ -68,6 +69,14 @@ JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* arr
   JobSpec spec = merge_specs(merge_specs(script_spec, env_spec), cli);  // command line wins, field by field
 
   JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
+  if (!j.req_nodelist.empty() || !j.exc_nodelist.empty()) {  // -w/-x name nodes of this cluster
+    std::set<std::string> known;
+    for (auto& n : st.nodes()) known.insert(n.name);
+    for (auto [list, opt] : {std::pair{&j.req_nodelist, "-w/--nodelist"}, std::pair{&j.exc_nodelist, "-x/--exclude"}})
+      if (!list->empty())
+        for (auto& n : expand_hostlist(*list))
+          if (!known.count(n)) throw SpecError(std::string(opt) + ": no node '" + n + "' in this cluster");
+  }
   if (!j.dependency.empty())
     for (auto& d : parse_dependency(j.dependency))
       for (auto id : d.jobs)
@@ -170,6 +179,8 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["max_power_w"] = j.max_power ? nlohmann::json(*j.max_power) : nlohmann::json(nullptr);
   o["held"] = j.held;
   o["dependency"] = j.dependency;
+  o["req_nodelist"] = j.req_nodelist;  // sbatch -w
+  o["exc_nodelist"] = j.exc_nodelist;  // sbatch -x
   o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
   o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
   o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;

@@ -217,7 +217,9 @@ std::string render_detail(const JobRecord& j, double now) {
     << "   RunTime=" << elapsed(j, now) << " TimeLimit=" << format_duration(j.time_limit) << "\n"
     << "   SubmitTime=" << iso(j.submit_time) << " StartTime=" << iso(j.start_time) << " EndTime=" << iso(j.end_time)
     << "\n"
-    << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist) << "\n"
+    << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist)
+    << " ReqNodeList=" << (j.req_nodelist.empty() ? "(null)" : j.req_nodelist)
+    << " ExcNodeList=" << (j.exc_nodelist.empty() ? "(null)" : j.exc_nodelist) << "\n"
     << "   Held=" << (j.held ? "yes" : "no") << " BeginTime=" << (j.begin_time ? iso(j.begin_time) : "None") << "\n";
   if (j.min_power || j.max_power)
     o << "   MinPower=" << (j.min_power ? std::to_string(*j.min_power) + "W" : "-")

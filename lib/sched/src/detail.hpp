@@ -26,6 +26,12 @@ struct Pool {
   int up = 0;  ///< up nodes in the cluster
   explicit Pool(const Snapshot& s);
   int avail() const { return static_cast<int>(free.size() - next + extra.size()); }
+  /// Nodes job j may get now (-w/-x): 0 unless every required node is
+  /// unallocated; else the unallocated nodes it does not exclude.
+  int avail_for(const WaitingJob& j) const;
+  /// Take k nodes for a restricted job (k <= avail_for(j), k >= its required
+  /// count): its required nodes, then the lowest allowed ones; ascending.
+  std::vector<int> take_for(const WaitingJob& j, int k);
   /// Take k unallocated nodes (k <= avail()): the lowest idle ones first,
   /// then released ones; returned in ascending order.
   std::vector<int> take(int k);

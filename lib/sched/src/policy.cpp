@@ -98,6 +98,39 @@ std::vector<int> Pool::take(int k) {
   return v;
 }
 
+int Pool::avail_for(const WaitingJob& j) const {
+  if (j.required.empty() && j.excluded.empty()) return avail();
+  auto unallocated = [&](int n) {
+    return std::find(free.begin() + next, free.end(), n) != free.end() ||
+           std::find(extra.begin(), extra.end(), n) != extra.end();
+  };
+  for (int n : j.required)
+    if (!unallocated(n)) return 0;
+  auto allowed = [&](int n) { return std::find(j.excluded.begin(), j.excluded.end(), n) == j.excluded.end(); };
+  int k = 0;
+  for (size_t i = next; i < free.size(); ++i) k += allowed(free[i]);
+  for (int n : extra) k += allowed(n);
+  return k;
+}
+
+std::vector<int> Pool::take_for(const WaitingJob& j, int k) {
+  std::vector<int> v = j.required;
+  auto chosen = [&](int n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+  auto allowed = [&](int n) { return std::find(j.excluded.begin(), j.excluded.end(), n) == j.excluded.end(); };
+  for (size_t i = next; i < free.size() && static_cast<int>(v.size()) < k; ++i)
+    if (allowed(free[i]) && !chosen(free[i])) v.push_back(free[i]);
+  for (size_t i = 0; i < extra.size() && static_cast<int>(v.size()) < k; ++i)
+    if (allowed(extra[i]) && !chosen(extra[i])) v.push_back(extra[i]);
+  // remove them from the pool; the unallocated part of `free` stays ascending
+  std::vector<int> rest(free.begin() + next, free.end());
+  std::erase_if(rest, chosen);
+  free.resize(next);
+  free.insert(free.end(), rest.begin(), rest.end());
+  std::erase_if(extra, chosen);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 namespace {
 /// The size a malleable job asks for under `rule`, capped by the up nodes.
 int rule_size(const WaitingJob& j, SizeRule rule, int up) {
@@ -124,13 +157,22 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
   const auto& nodes = snap.nodes;
   const int up = pool.up;
   int head_index = -1;
-  auto start = [&](const WaitingJob& j, int k) { d.starts.push_back({j.id, pool.take(k)}); };
+  auto restricted = [](const WaitingJob& j) { return !j.required.empty() || !j.excluded.empty(); };
+  auto start = [&](const WaitingJob& j, int k) {
+    d.starts.push_back({j.id, restricted(j) ? pool.take_for(j, k) : pool.take(k)});
+  };
   auto hold = [&](const WaitingJob& j, const char* why) { d.holds.emplace_back(j.id, why); };
   auto never = [&](const WaitingJob& j) {
     int m = need_of(j, rule, up);
     return m == 0 || m > up;
   };
-  auto size = [&](const WaitingJob& j, int free) { return size_of(j, rule, up, free); };
+  // the size j starts with when `free` nodes are idle: restricted jobs count
+  // only the nodes they may get, and need all their required ones
+  auto size = [&](const WaitingJob& j, int free) {
+    if (!restricted(j)) return size_of(j, rule, up, free);
+    int s = size_of(j, rule, up, std::min(free, pool.avail_for(j)));
+    return s >= static_cast<int>(j.required.size()) ? s : 0;
+  };
 
   d.starts.reserve(d.starts.size() + std::min<size_t>(snap.waiting.size(), pool.free.size()));
   d.holds.reserve(d.holds.size() + snap.waiting.size());

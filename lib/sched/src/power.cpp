@@ -184,6 +184,9 @@ void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const st
 /// malleable any admissible size in [min, max] (moldability may keep the
 /// corridor, §9.2.4). False when the job cannot start on `nodes` nodes.
 bool candidate(const WaitingJob& w, int nodes, bool exact, pw::IlpCandidate& out, const PowerView& pv) {
+  // the ILP counts nodes, not which ones: jobs restricted by -w/-x start only
+  // in the start phase, which honours the restriction
+  if (!w.required.empty() || !w.excluded.empty()) return false;
   out.id = w.id;
   std::tie(out.p_min, out.p_max) = per_node(w.min_power, w.max_power, pv);
   out.constraint = pw::NodeConstraint::none;
@@ -272,7 +275,8 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
     // §5.2: "a job is launched if the requested number of nodes is available
     // and it satisfies the power corridor constraints"; a smaller start would
     // keep it slow for its whole run (moldability is left to the ILP)
-    const int lo = want, top = want <= pool.avail() ? want : 0;
+    const int lo = want,
+              top = want <= pool.avail_for(w) && want >= static_cast<int>(w.required.size()) ? want : 0;
     int got = 0;
     bool power_blocked = false;
     for (int k = top; k >= lo && k >= 1; --k) {
@@ -294,7 +298,7 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
       d.holds.emplace_back(w.id, power_blocked ? "PowerCorridor" : "Resources");
       continue;
     }
-    d.starts.push_back({w.id, pool.take(got)});
+    d.starts.push_back({w.id, w.required.empty() && w.excluded.empty() ? pool.take(got) : pool.take_for(w, got)});
     c.idle -= got;
     pw::IlpJob j;
     j.id = w.id;

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "dynres/hostlist.hpp"
 #include "dynres/jobspec.hpp"
 #include "dynres/launch.hpp"
 #include "dynres/paths.hpp"
@@ -43,6 +44,27 @@ void log(const std::string& msg) {
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime(&t));
   std::fprintf(stderr, "%s mjsched: %s\n", ts, msg.c_str());
   std::fflush(stderr);
+}
+}  // namespace
+
+namespace {
+/// sbatch -w / -x of job j as node indices of snap (names not in the
+/// snapshot are dropped from -x; a -w node that is gone leaves the job a
+/// required index that is never idle, so it waits).
+void restrict_nodes(sched::WaitingJob& w, const JobRecord& j, const sched::Snapshot& snap) {
+  if (j.req_nodelist.empty() && j.exc_nodelist.empty()) return;
+  auto index = [&](const std::string& name) {
+    for (size_t i = 0; i < snap.nodes.size(); ++i)
+      if (snap.nodes[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  try {
+    for (auto& n : expand_hostlist(j.req_nodelist)) w.required.push_back(index(n));
+    for (auto& n : expand_hostlist(j.exc_nodelist))
+      if (int i = index(n); i >= 0) w.excluded.push_back(i);
+  } catch (const std::exception&) {  // a malformed list in the state file: the job waits
+    w.required = {-1};
+  }
 }
 }  // namespace
 
@@ -122,6 +144,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
       w.constraint = c;
       w.time_limit = static_cast<double>(j.time_limit);
       w.submit_time = j.submit_time;
+      restrict_nodes(w, j, s);
       s.waiting.push_back(w);
     }
   }
@@ -183,6 +206,7 @@ std::optional<double> test_only_start(State& st, const JobRecord& j, const sched
   w.constraint = sched::parse_constraint(j.constraint).value_or(sched::Constraint::none);
   w.time_limit = static_cast<double>(j.time_limit);
   w.submit_time = now;
+  restrict_nodes(w, j, snap);
   snap.waiting.push_back(w);
   auto exp = expected_starts(snap, policy);
   auto it = exp.find(-1);

@@ -90,6 +90,9 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN array_job_id INTEGER; ALTER TABLE jobs ADD COLUMN array_task_id INTEGER;"
     "ALTER TABLE jobs ADD COLUMN array_max INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX jobs_by_array ON jobs(array_job_id, array_task_id)",
+    // 11: sbatch -w/--nodelist (nodes the job must get) and -x/--exclude (nodes it must not), node lists; '' = none
+    "ALTER TABLE jobs ADD COLUMN req_nodelist TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN exc_nodelist TEXT NOT NULL DEFAULT ''",
 };
 
 std::string user_of(int64_t uid) {
@@ -142,7 +145,7 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max";
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -185,6 +188,8 @@ JobRecord job_from_row(const Stmt& s) {
   j.array_job_id = s.opt_i64(36);
   if (!s.is_null(37)) j.array_task_id = static_cast<int>(s.i64(37));
   j.array_max = static_cast<int>(s.i64(38));
+  j.req_nodelist = s.text(39);
+  j.exc_nodelist = s.text(40);
   return j;
 }
 
@@ -282,8 +287,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -294,6 +299,7 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
+    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist);
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;

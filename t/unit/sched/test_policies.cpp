@@ -251,3 +251,57 @@ TEST_CASE("empty snapshot gives an empty decision") {
   s.waiting = {rigid(1, 1)};
   CHECK(holds(decide_with(s, Policy::easy)).at(1) == "Resources");
 }
+
+// ---- sbatch -w / -x: node restrictions in the start phase ---------------------
+
+TEST_CASE("-w: a job starts only when every required node is idle, and gets them", "[policies][restrict]") {
+  for (Policy p : {Policy::fcfs, Policy::backfill, Policy::easy}) {
+    Snapshot s = cluster(4);
+    run(s, 9, {2}, kNow - 10, 600);  // node 2 busy
+    auto w = rigid(1, 2);
+    w.required = {2};
+    s.waiting.push_back(w);
+    auto d = decide(s, {p});
+    CHECK(d.starts.empty());  // two idle nodes, but not node 2
+    s.running.clear();
+    s.nodes[2].job = 0;
+    d = decide(s, {p});
+    REQUIRE(d.starts.size() == 1);
+    CHECK(d.starts[0].nodes == V{0, 2});  // node 2 and the lowest allowed idle node
+  }
+}
+
+TEST_CASE("-x: excluded nodes are never given, other jobs still get them", "[policies][restrict]") {
+  Snapshot s = cluster(4);
+  auto x = rigid(1, 2);
+  x.excluded = {0, 1};
+  s.waiting.push_back(x);
+  s.waiting.push_back(rigid(2, 2));
+  auto d = decide(s, {Policy::easy});
+  REQUIRE(d.starts.size() == 2);
+  CHECK(d.starts[0].job == 1);
+  CHECK(d.starts[0].nodes == V{2, 3});
+  CHECK(d.starts[1].nodes == V{0, 1});
+  // too few allowed nodes: held, and under fcfs it blocks the queue
+  Snapshot t = cluster(4);
+  auto big = rigid(1, 3);
+  big.excluded = {3, 2};
+  t.waiting.push_back(big);
+  t.waiting.push_back(rigid(2, 1));
+  d = decide(t, {Policy::fcfs});
+  CHECK(d.starts.empty());
+  d = decide(t, {Policy::backfill});
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].job == 2);
+}
+
+TEST_CASE("-w with a moldable job: at least the required nodes, more when they fit", "[policies][restrict]") {
+  Snapshot s = cluster(6);
+  auto m = moldable(1, 1, 4);
+  m.required = {5};
+  m.excluded = {0};
+  s.waiting.push_back(m);
+  auto d = decide(s, {Policy::easy});
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].nodes == V{1, 2, 3, 5});
+}

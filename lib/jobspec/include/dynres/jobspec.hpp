@@ -36,6 +36,8 @@ struct JobSpec {
   bool hold = false;               ///< --hold: submitted held (mjcontrol release)
   std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
   std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
+  std::optional<std::string> nodelist;    ///< -w/--nodelist: nodes the job must get (compressed node list)
+  std::optional<std::string> exclude;     ///< -x/--exclude: nodes the job must not get
   std::optional<int> ntasks, ntasks_per_node, cpus_per_task;  ///< -n, --ntasks-per-node, -c
   std::vector<std::string> export_vars;  ///< --export=[ALL,]VAR[=value],...: the listed variables
   std::vector<int> array_tasks;          ///< --array indices (empty: not an array)

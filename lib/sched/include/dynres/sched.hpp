@@ -54,6 +54,12 @@ struct WaitingJob {
   /// with the midpoint of [Snapshot::power.idle_watts, node_max_watts] (one
   /// given: used for both). Only the power policy reads them.
   double min_power = -1, max_power = -1;
+  /// sbatch -w / -x: node indices (into Snapshot::nodes) the job must get,
+  /// and must not get; empty = no restriction. The start phase honours them
+  /// (a restricted job starts only when all its required nodes are idle, on
+  /// them plus the lowest allowed idle nodes); EASY's reservation for a
+  /// restricted head is computed from node counts, as for any job.
+  std::vector<int> required, excluded;
 };
 
 struct RunningJob {

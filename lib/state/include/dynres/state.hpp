@@ -72,6 +72,8 @@ struct JobRecord {
   std::optional<int64_t> array_job_id;  ///< sbatch --array: the array's id (its first task's job id)
   std::optional<int> array_task_id;     ///< the task's index
   int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
+  std::string req_nodelist;             ///< sbatch -w: nodes the job must get (node list); "" = none
+  std::string exc_nodelist;             ///< sbatch -x: nodes the job must not get (node list); "" = none
 };
 
 /// squeue's job id: "A_T" for an array task, else the id.
