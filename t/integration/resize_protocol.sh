@@ -72,7 +72,7 @@ t_run mjcontrol resize 9999 2
 assert_contains "$T_ERR" "not running" "resize of an unknown job refused"
 
 # ---- 2. bad input on the job socket: the scheduler keeps serving ----------
-B=$(submit 'for m in garbage oversized notobject half; do mjtest raw $m; done
+B=$(submit 'for m in garbage oversized notobject half flood; do mjtest raw $m; done
 MJ_SECRET=wrong mjtest hello
 MJ_JOB_ID='"$A"' mjtest hello
 env -u MJ_JOB_ID -u MJ_SECRET mjtest hello
@@ -82,7 +82,7 @@ mjtest perf -1 3
 mjtest register-twice' -N 1 --min-nodes 1 --max-nodes 1)
 wait_state 20 "$C" "$B" COMPLETED FAILED
 BO=$(out_of "$B")
-for m in garbage oversized notobject; do
+for m in garbage oversized notobject flood; do
   assert_contains "$BO" "raw $m: closed by the scheduler" "a $m frame closes that connection"
 done
 assert_match 'error init -3 .*wrong secret' "$BO" "a wrong secret is refused (MJ_ERR_AUTH)"

@@ -13,7 +13,8 @@
  *   mjtest raw MODE        bad input on a raw connection to MJ_SOCKET:
  *                          garbage (a frame that is not JSON), oversized (a
  *                          frame announcing 1 GiB), half (half a frame, then
- *                          silence for 3 s), notobject (a JSON array)
+ *                          silence for 3 s), notobject (a JSON array), flood
+ *                          (small frames without ever reading a reply)
  *
  * Behaviour on an order (serve), from the environment:
  *   MJT_DELAY=S     wait S seconds between adapt-begin and commit
@@ -24,6 +25,7 @@
  *                   before committing (a rollback must kill them)
  * Every event is one line on stdout: "order ID KIND FROM->TO", "committed
  * ID", "rolled_back ID", "launched NODE PID", "status KIND ..." */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +154,27 @@ static int raw(const char* mode) {
     const char f[] = "\0\0\0\x64{\"op\":";
     (void)!write(fd, f, sizeof f - 1);
     sleep(3);
+  } else if (!strcmp(mode, "flood")) {
+    /* tiny valid frames, far faster than they are served, never reading the
+       replies: the scheduler must cut the connection, not buffer it all */
+    static char chunk[65536];
+    const char f[] = "{\"op\":\"mj_progress\",\"fraction\":0.5}";
+    size_t fl = sizeof f - 1, off = 0;
+    while (off + fl + 4 <= sizeof chunk) {
+      chunk[off] = 0, chunk[off + 1] = 0, chunk[off + 2] = (char)(fl >> 8), chunk[off + 3] = (char)fl;
+      memcpy(chunk + off + 4, f, fl);
+      off += fl + 4;
+    }
+    struct timeval stv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stv, sizeof stv);
+    signal(SIGPIPE, SIG_IGN);
+    size_t sent = 0;
+    while (sent < (64u << 20)) {
+      ssize_t w = send(fd, chunk, off, MSG_NOSIGNAL);
+      if (w <= 0) break;
+      sent += (size_t)w;
+    }
+    printf("raw flood: sent %zu bytes\n", sent);
   } else if (!strcmp(mode, "notobject")) {
     const char f[] = "\0\0\0\x07[1,2,3]";
     (void)!write(fd, f, sizeof f - 1);
@@ -161,8 +184,10 @@ static int raw(const char* mode) {
   /* the scheduler must close the connection (EOF) rather than serve it on */
   struct timeval tv = {5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  r = read(fd, buf, sizeof buf);
-  printf("raw %s: %s\n", mode, r == 0 ? "closed by the scheduler" : "still open");
+  do  /* replies sent before the close may come first */
+    r = read(fd, buf, sizeof buf);
+  while (r > 0);
+  printf("raw %s: %s\n", mode, r == 0 || errno == ECONNRESET ? "closed by the scheduler" : "still open");
   close(fd);
   return 0;
 }

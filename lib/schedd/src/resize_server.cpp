@@ -196,6 +196,9 @@ void ResizeServer::on_readable(State& st, int fd, double now) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   if (!it->second.in.fill(fd)) return close_conn(fd, "");  // orderly close: nothing to log
+  // a peer sending faster than it is served (64 frames a wake-up) is cut off
+  // before its unread input grows without bound
+  if (it->second.in.pending() > kMaxUnread) return close_conn(fd, "too much unread input");
   for (int n = 0; n < 64; ++n) {  // bounded work per wake-up
     it = conns_.find(fd);
     if (it == conns_.end()) return;

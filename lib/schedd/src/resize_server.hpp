@@ -26,6 +26,8 @@ namespace dynres::schedd {
 
 /// Largest frame a job may send (bytes); orders and replies are far smaller.
 constexpr std::size_t kMaxJobFrame = 64 * 1024;
+/// Unread input a job connection may have buffered (bytes) before it is closed.
+constexpr std::size_t kMaxUnread = 1024 * 1024;
 /// At most this many job connections in all, and per job (the rest are refused).
 constexpr std::size_t kMaxJobConnections = 1024;
 constexpr std::size_t kMaxConnectionsPerJob = 256;
