@@ -9,7 +9,7 @@
 t_begin 300
 [[ -x $DYNRES_BIN/mjsim ]] || t_skip "mjsim is not built"
 
-SCALE=0.03 NODES=8 COUNT=20
+SCALE=0.02 NODES=8 COUNT=20
 for pol in easy; do
   C=$T_TMP/$pol
   boot_cluster "$C" "$NODES" --tick 0.1 --kill-wait 1 --policy "$pol"
