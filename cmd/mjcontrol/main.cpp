@@ -11,7 +11,6 @@
 #include "dynres/jobspec.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/views.hpp"
-#include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 
 int main(int argc, char** argv) {
@@ -48,11 +47,7 @@ int main(int argc, char** argv) {
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
     if (rsz->parsed()) {
-      auto rep = dynres::proto::request(dynres::sched_socket(home),
-                                        {{"op", "resize"}, {"job", rs_job}, {"nodes", rs_nodes}, {"by_count", rs_count}}, 10000);
-      if (!rep) throw std::runtime_error("the scheduler of " + home + " does not answer (is mjsched running?)");
-      if (rep->contains("error")) throw std::runtime_error("job " + std::to_string(rs_job) + ": " + (*rep)["error"].get<std::string>());
-      uint64_t id = (*rep)["order"].get<uint64_t>();
+      uint64_t id = dynres::resize::request_resize(home, rs_job, rs_nodes, rs_count);
       auto o = dynres::resize::order(st, id);
       std::cout << "mjcontrol: job " << rs_job << ": " << (o ? dynres::resize::to_string(o->order.kind) : "resize")
                 << " order " << id << " sent (" << (o ? o->from : 0) << " -> " << rs_nodes << " nodes)\n";

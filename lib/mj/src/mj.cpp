@@ -199,8 +199,15 @@ int request(const json& body, json* out) {
   return MJ_OK;
 }
 
+/// Kill what mj_launch started during a rolled-back order. Only children not
+/// yet reaped by the application are signalled: while a child is unreaped
+/// (running or zombie) its pid cannot be reused, so the signal never reaches
+/// an unrelated process (waitid with WNOWAIT leaves the reaping to the app).
 void kill_launched(Order& o) {
-  for (pid_t p : o.launched) ::kill(p, SIGKILL);
+  for (pid_t p : o.launched) {
+    siginfo_t si{};
+    if (::waitid(P_PID, static_cast<id_t>(p), &si, WEXITED | WNOHANG | WNOWAIT) == 0) ::kill(p, SIGKILL);
+  }
   o.launched.clear();
 }
 

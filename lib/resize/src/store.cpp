@@ -11,6 +11,8 @@
 
 #include "dynres/db.hpp"
 #include "dynres/hostlist.hpp"
+#include "dynres/paths.hpp"
+#include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/state.hpp"
 
@@ -361,6 +363,17 @@ nlohmann::json detail_json(State& st, int64_t job) {
   return {{"phase", to_string(info->phase)}, {"mtct", opt(info->mtct)},
           {"progress", opt(info->progress)}, {"restart_count", info->restart_count},
           {"last_resize", opt(info->last_resize)}, {"orders", orders}};
+}
+
+uint64_t request_resize(const std::string& home, int64_t job, int nodes, bool by_count) {
+  auto rep = proto::request(sched_socket(home), {{"op", "resize"}, {"job", job}, {"nodes", nodes}, {"by_count", by_count}},
+                            10000);
+  if (!rep) throw std::runtime_error("the scheduler of " + home + " does not answer (is mjsched running?)");
+  if (rep->contains("error") && (*rep)["error"].is_string())
+    throw std::runtime_error("job " + std::to_string(job) + ": " + (*rep)["error"].get<std::string>());
+  if (!rep->contains("order") || !(*rep)["order"].is_number_unsigned())
+    throw std::runtime_error("the scheduler's answer names no order");
+  return (*rep)["order"].get<uint64_t>();
 }
 
 std::optional<OrderRecord> wait_settled(State& st, uint64_t id, double timeout_s) {

@@ -138,7 +138,7 @@ bool ResizeServer::has_listener(int64_t job) const {
   return false;
 }
 
-void ResizeServer::adopt(State& st, int fd, const json& hello, double now) {
+void ResizeServer::adopt(State& st, int fd, const json& hello) {
   ucred cr{};
   socklen_t len = sizeof cr;
   auto refuse = [&](const std::string& why) {
@@ -182,7 +182,6 @@ void ResizeServer::adopt(State& st, int fd, const json& hello, double now) {
     auto rec = resize::order(st, o->id);
     rep["order"]["begun"] = rec && rec->state == "begun";
   }
-  (void)now;
   reply(it->second, rep);
 }
 
@@ -428,6 +427,17 @@ std::vector<int> ResizeServer::issue(State& st, const sched::Decision& d, const 
       log_("job " + std::to_string(e.job) + ": expand not ordered: " + why);
   }
   return blocked;
+}
+
+json ResizeServer::admin_request(State& st, uint32_t uid, const json& m, const sched::Snapshot& snap, double now) {
+  auto job = int_member(m, "job", 1, INT64_MAX);
+  auto target = int_member(m, "nodes", 1, 1000000);
+  if (!job || !target) return {{"error", "resize needs a job id and a node count in [1, 1000000]"}};
+  bool by_count = m.contains("by_count") && m["by_count"].is_boolean() && m["by_count"].get<bool>();
+  std::string why;
+  auto id = admin_resize(st, uid, *job, static_cast<int>(*target), snap, now, &why, by_count);
+  if (!id) return {{"error", why}};
+  return {{"ok", true}, {"order", *id}};
 }
 
 std::optional<uint64_t> ResizeServer::admin_resize(State& st, uint32_t uid, int64_t job, int target,

@@ -51,7 +51,7 @@ class ResizeServer {
   /// uid/pid come from SO_PEERCRED. Answers the hello; keeps the connection
   /// when the peer is the job it claims (otherwise answers the error and
   /// closes fd). Takes ownership of fd.
-  void adopt(State& st, int fd, const proto::json& hello, double now);
+  void adopt(State& st, int fd, const proto::json& hello);
 
   /// The connection fds to poll for input.
   std::vector<int> fds() const;
@@ -84,6 +84,10 @@ class ResizeServer {
   /// chooses which (seed 002's preShrink).
   std::optional<uint64_t> admin_resize(State& st, uint32_t uid, int64_t job, int target, const sched::Snapshot& snap,
                                        double now, std::string* why, bool by_count = false);
+  /// The request {"op":"resize","job":ID,"nodes":N[,"by_count":bool]} of
+  /// peer uid (mjcontrol resize), every member checked; the reply to send:
+  /// {"ok":true,"order":K} or {"error":...}.
+  proto::json admin_request(State& st, uint32_t uid, const proto::json& m, const sched::Snapshot& snap, double now);
   /// Policy shrinks as counts (the job chooses its nodes; scheduler.resize.shrink_by_count).
   void set_shrink_by_count(bool b) { shrink_by_count_ = b; }
 

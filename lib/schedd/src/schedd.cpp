@@ -343,37 +343,22 @@ bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
     return false;
   }
   if (op == "mj_hello") {  // a job's process: the connection stays open
-    resizer().adopt(state(), c, m, now_seconds());
+    resizer().adopt(state(), c, m);
     wake = true;
     return true;
   }
-  if (op == "resize") {  // mjcontrol resize JOBID --nodes N
+  if (op == "resize") {  // mjcontrol resize JOBID N: checked and answered by the resize server
     ucred cr{};
     socklen_t len = sizeof cr;
     if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
       proto::send_frame(c, {{"error", "cannot identify the peer"}});
       return false;
     }
-    auto num = [&](const char* k) -> std::optional<int64_t> {
-      if (!m.contains(k) || !m[k].is_number_integer()) return std::nullopt;
-      return m[k].get<int64_t>();
-    };
-    auto job = num("job");
-    auto target = num("nodes");
-    if (!job || *job < 1 || !target || *target < 1 || *target > 1000000) {
-      proto::send_frame(c, {{"error", "resize needs a job id and a node count in [1, 1000000]"}});
-      return false;
-    }
     double now = now_seconds();
     std::vector<int64_t> node_ids;
     auto snap = build_snapshot(state(), now, node_ids);
     resizer().annotate(snap, now);
-    std::string why;
-    bool by_count = m.contains("by_count") && m["by_count"].is_boolean() && m["by_count"].get<bool>();
-    auto id = resizer().admin_resize(state(), static_cast<uint32_t>(cr.uid), *job, static_cast<int>(*target), snap,
-                                     now, &why, by_count);
-    if (id) proto::send_frame(c, {{"ok", true}, {"order", *id}});
-    else proto::send_frame(c, {{"error", why}});
+    proto::send_frame(c, resizer().admin_request(state(), static_cast<uint32_t>(cr.uid), m, snap, now));
     return false;
   }
   wake = true;

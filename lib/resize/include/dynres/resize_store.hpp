@@ -110,6 +110,12 @@ std::optional<OrderRecord> pending_relaunch(State& st, int64_t job);
 /// job's restart_count incremented, in one transaction.
 void mark_relaunched(State& st, uint64_t id);
 
+/// mjcontrol resize: ask the scheduler of cluster `home` to order job to
+/// `nodes` nodes (by_count: a shrink names only the count). Returns the
+/// order id; throws std::runtime_error with the scheduler's refusal, or when
+/// no scheduler answers within 10 s.
+uint64_t request_resize(const std::string& home, int64_t job, int nodes, bool by_count);
+
 /// Poll the state file (every 20 ms) until order `id` is committed or rolled
 /// back, at most timeout_s seconds. std::nullopt when still outstanding (or
 /// unknown) at the end.
