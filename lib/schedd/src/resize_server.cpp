@@ -420,7 +420,18 @@ std::vector<int> ResizeServer::issue(State& st, const sched::Decision& d, const 
     if (!ok)
       log_("job " + std::to_string(s.job) + ": shrink not ordered: " + why);
   }
+  std::vector<int> shrinking = blocked;  // nodes the shrinks above give back, once committed
+  std::sort(shrinking.begin(), shrinking.end());
   for (auto& e : d.expands) {
+    // an expand onto nodes a shrink of this decision releases waits for a
+    // later pass, like a start: until that shrink commits they are another
+    // job's, and a commit racing it would be rolled back (the simulator
+    // releases them at once; the policy plans again after the commit)
+    if (std::any_of(e.nodes.begin(), e.nodes.end(),
+                    [&](int n) { return std::binary_search(shrinking.begin(), shrinking.end(), n); })) {
+      log_("job " + std::to_string(e.job) + ": expand waits for a shrink to release its nodes");
+      continue;
+    }
     blocked.insert(blocked.end(), e.nodes.begin(), e.nodes.end());
     std::string why;
     if (!send_order(st, e.job, resize::Kind::expand, names(e.nodes), now, &why))

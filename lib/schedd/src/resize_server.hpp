@@ -69,7 +69,9 @@ class ResizeServer {
   /// else gets them; snapshot.adapting = an order is outstanding.
   void annotate(sched::Snapshot& snap, double now) const;
 
-  /// Send the orders of a decision (shrinks, then expands); returns the
+  /// Send the orders of a decision (shrinks, then expands; an expand onto
+  /// nodes a shrink of the same decision releases is left for a later pass,
+  /// after that shrink committed); returns the
   /// node indices that must not be used by this pass's starts (nodes being
   /// released by a shrink are still the shrinking job's until it commits).
   std::vector<int> issue(State& st, const sched::Decision& d, const sched::Snapshot& snap, double now);
