@@ -40,6 +40,9 @@ inside() {
   export ICHECK_CONFIG=$W/icheck.yaml
   grep -qE '^controller: [0-9.]+:[0-9]+$' "$W/icheck.yaml" && ok "controller on TCP" ||
     fail "controller not on TCP: $(grep controller "$W/icheck.yaml")"
+  grep -q '^transport:.*127\.0\.0\.1' "$W/icheck.yaml" &&
+    fail "agents on other hosts could not be reached: $(grep '^transport:' "$W/icheck.yaml")" ||
+    ok "no loopback tcp source address for agents on other hosts"
   local steps
   steps=$(squeue -s -h -j "$SLURM_JOB_ID" -o '%i %j %N')
   local n sid pid env
