@@ -315,7 +315,10 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
   for (const auto& r : snap.running) adapting = adapting || r.adapting;
   // Algorithm 3 line 16: no resize decision while one is pending (a start's
   // size is no resize: jobs started now may still be widened, below)
-  if (adapting && !cfg.grow_at_start) return d;
+  // perf grows by measured MTCT (Algorithm 3 line 13 asks for the data
+  // first): a job it starts has none, so perf never widens a start
+  const bool grow_fresh = cfg.grow_at_start && cfg.policy != Policy::perf;
+  if (adapting && !grow_fresh) return d;
 
   std::vector<MJob> jobs;
   for (const auto& r : snap.running) {
@@ -326,7 +329,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     j.floor = smallest_admissible(r.constraint, r.min_nodes, r.max_nodes);
     jobs.push_back(std::move(j));  // `held` is filled when the job first gives nodes
   }
-  if (jobs.empty() && (!cfg.grow_at_start || d.starts.empty())) return d;
+  if (jobs.empty() && (!grow_fresh || d.starts.empty())) return d;
 
   const bool prma = (cfg.policy == Policy::fpsma || cfg.policy == Policy::egs) && cfg.management == Management::prma;
   const int W = static_cast<int>(snap.waiting.size());
@@ -399,12 +402,12 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     std::erase_if(d.holds, [&](const auto& x) { return gone.count(x.first) > 0; });
   }
 
-  // grow_at_start: the malleable jobs this pass starts are growth candidates
-  // like the running ones; what they get widens their start (one start at
+  // grow_at_start (not perf): the malleable jobs this pass starts are growth
+  // candidates like the running ones; what they get widens their start (one start at
   // the final size instead of a start and an expansion with its pause a
   // moment later). Jobs restricted by -w/-x keep the start phase's nodes.
   std::vector<RunningJob> fresh;
-  if (cfg.grow_at_start) {
+  if (grow_fresh) {
     std::unordered_map<int64_t, const WaitingJob*> waiting_of;
     for (int i = 0; i < W; ++i)
       if (started[i]) waiting_of[snap.waiting[i].id] = &snap.waiting[i];
