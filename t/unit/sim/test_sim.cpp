@@ -89,6 +89,7 @@ TEST_CASE("a grow pays its pause and speeds the job up by the model") {
   o.nodes = 4;
   o.policy.policy = sched::Policy::fpsma;
   o.policy.step = sched::Step::greedy;
+  o.policy.grow_at_start = false;  // a start at 2, then an expansion
   o.grow_cost = 10;
   // runtime 100 s at 2 nodes; grown to 4 at t = 0 (the follow-up pass), then
   // paused 10 s, then 100 req-seconds at twice the speed: ends at 60
@@ -103,6 +104,10 @@ TEST_CASE("a grow pays its pause and speeds the job up by the model") {
   CHECK(r.metrics.resized_jobs == 1);
   CHECK(r.allocs.size() == 2);  // one allocation per size
   CHECK(r.work == Approx(4 * 60));
+  o.policy.grow_at_start = true;  // fpsma widens the start: 4 nodes, no pause
+  auto w = simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o);
+  CHECK(*rec(w, 1).end_time == Approx(50));
+  CHECK(w.resizes.empty());
   o.policy.policy = sched::Policy::easy;  // moldable extension: starts at 4, no pause
   CHECK(*rec(simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o), 1).end_time == Approx(50));
 }
@@ -112,6 +117,7 @@ TEST_CASE("overlap resize model: the job computes at its old size during an expa
   o.nodes = 4;
   o.policy.policy = sched::Policy::fpsma;
   o.policy.step = sched::Step::greedy;
+  o.policy.grow_at_start = false;  // a start at 2, then an expansion
   o.grow_cost = 10;
   o.resize_model = ResizeModel::overlap;
   // runtime 100 s at 2 nodes, grown to 4 at t = 0: 10 s at 2 nodes do 10
