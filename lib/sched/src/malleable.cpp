@@ -431,6 +431,8 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
       fresh.push_back(std::move(r));
       at.push_back(k);
     }
+    // (`order` and `heap` point into `jobs` and are dead by now: growing the
+    // vector may move its elements)
     for (size_t k = 0; k < fresh.size(); ++k) {
       MJob j;
       j.r = &fresh[k];
