@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
                "print the workload metrics.",
                "mjsim"};
   std::string workload, policy, config, csv, gantt, model = "amdahl";
-  std::string corridor, power_csv, power_plot, power_mode;
+  std::string corridor, power_csv, power_plot, power_mode, resize_model;
   int nodes = 0, ppn = 1;
   double fraction = 0, scale = 1;
   size_t first = 0;
@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
                             "(scheduler.malleable.grow_cost)")
                   ->check(CLI::Range(0.0, 1e6))
                   ->capture_default_str();
+  app.add_option("--resize-model", resize_model,
+                 "stall: a job makes no progress during an expand's pause (seed 000's MPI codes); overlap: it "
+                 "goes on at its old size and the new nodes join after the pause (seed 002's APGAS programs); "
+                 "default: overlap for batches, else stall");
   app.add_option("--shrink-cost", o.shrink_cost, "seconds without progress per shrink")->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--tick", o.tick, "also run a pass every this many seconds, >= 0.1 (0: on events only)")
@@ -91,6 +95,10 @@ int main(int argc, char** argv) {
       o.policy.power_runtime_only = power_mode == "runtime";
     }
     if (model != "amdahl" && model != "downey") throw std::runtime_error("--model must be amdahl or downey");
+    if (!resize_model.empty() && resize_model != "stall" && resize_model != "overlap")
+      throw std::runtime_error("--resize-model must be stall or overlap");
+    const bool overlap = resize_model.empty() ? workload == "batches" : resize_model == "overlap";
+    o.resize_model = overlap ? dynres::sim::ResizeModel::overlap : dynres::sim::ResizeModel::stall;
     o.model = model == "amdahl" ? dynres::sim::Model::amdahl : dynres::sim::Model::downey;
 
     std::vector<dynres::sim::SimJob> jobs;

@@ -33,7 +33,7 @@ T get(const YAML::Node& n, const char* key, T def, const std::string& where, con
 void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.malleable";
   check_keys(m, w, {"management", "step", "min_remaining", "min_resize_interval", "grow_when_held", "mtct_threshold",
-                 "backfill", "start_at_minimum", "grow_cost"},
+                 "backfill", "start_at_minimum", "grow_cost", "grow_at_start"},
              path);
   auto mg = get<std::string>(m, "management", pc.management == sched::Management::prma ? "prma" : "pwma", w, path);
   if (mg != "prma" && mg != "pwma") throw ConfigError(path + ": " + w + ".management must be prma or pwma");
@@ -50,6 +50,7 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   if (!(pc.grow_cost >= 0)) throw ConfigError(path + ": " + w + ".grow_cost must be >= 0 seconds");
   pc.backfill = get<bool>(m, "backfill", pc.backfill, w, path);
   pc.start_at_minimum = get<bool>(m, "start_at_minimum", pc.start_at_minimum, w, path);
+  pc.grow_at_start = get<bool>(m, "grow_at_start", pc.grow_at_start, w, path);
   pc.mtct_threshold = get<double>(m, "mtct_threshold", pc.mtct_threshold, w, path);
   if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
 }

@@ -53,6 +53,8 @@ struct MJob {
   std::vector<int> released;   ///< nodes given up by shrinks of this pass
   bool shrunk = false;
   bool no_grow = false;        ///< growth not worth its pause this pass
+  bool fresh = false;          ///< started by this pass: growth widens its start (no resize, no pause)
+  size_t start = 0;            ///< fresh: index of its Start in Decision::starts
   int plan = 0;                ///< tentative size while a shrink plan is made
   int floor = 0;               ///< smallest admissible size >= min_nodes (0: none)
   bool can_give() const { return floor > 0 && floor < target; }
@@ -280,7 +282,7 @@ void grow_once(std::vector<MJob>& jobs, int avail, const PolicyConfig& cfg) {
 /// speedup it saves remaining x (1 - cur/to). Not worth it when that is no
 /// more than the pause (predicted remaining from predicted_end / the limit).
 bool worth_growing(const MJob& j, double now, const PolicyConfig& cfg) {
-  return detail::worth_growing(*j.r, j.cur, j.target, now, cfg);
+  return j.fresh || detail::worth_growing(*j.r, j.cur, j.target, now, cfg);
 }
 
 /// The policy's growth, then expansions not worth their pause are dropped
@@ -311,18 +313,23 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
 
   bool adapting = snap.adapting;
   for (const auto& r : snap.running) adapting = adapting || r.adapting;
-  if (adapting) return d;  // Algorithm 3 line 16: no decision while one is pending
+  // Algorithm 3 line 16: no resize decision while one is pending (a start's
+  // size is no resize: jobs started now may still be widened, below)
+  // perf grows by measured MTCT (Algorithm 3 line 13 asks for the data
+  // first): a job it starts has none, so perf never widens a start
+  const bool grow_fresh = cfg.grow_at_start && cfg.policy != Policy::perf;
+  if (adapting && !grow_fresh) return d;
 
   std::vector<MJob> jobs;
   for (const auto& r : snap.running) {
-    if (!resizable(r, snap, cfg)) continue;
+    if (adapting || !resizable(r, snap, cfg)) continue;
     MJob j;
     j.r = &r;
     j.cur = j.target = static_cast<int>(r.nodes.size());
     j.floor = smallest_admissible(r.constraint, r.min_nodes, r.max_nodes);
     jobs.push_back(std::move(j));  // `held` is filled when the job first gives nodes
   }
-  if (jobs.empty()) return d;
+  if (jobs.empty() && (!grow_fresh || d.starts.empty())) return d;
 
   const bool prma = (cfg.policy == Policy::fpsma || cfg.policy == Policy::egs) && cfg.management == Management::prma;
   const int W = static_cast<int>(snap.waiting.size());
@@ -352,7 +359,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
   // need is gathered (Algorithm 2 lines 35-37, Algorithm 3 lines 18-21).
   bool held = head >= 0;
   std::vector<int64_t> unheld;  // held jobs started by shrinking
-  for (int hi = head; !prma && hi >= 0 && hi < W; ++hi) {
+  for (int hi = head; !prma && !adapting && hi >= 0 && hi < W; ++hi) {
     const WaitingJob& h = snap.waiting[hi];
     if (started[hi]) continue;
     const int need = need_of(h, rule, pool.up);
@@ -395,12 +402,58 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
     std::erase_if(d.holds, [&](const auto& x) { return gone.count(x.first) > 0; });
   }
 
+  // grow_at_start (not perf): the malleable jobs this pass starts are growth
+  // candidates like the running ones; what they get widens their start (one start at
+  // the final size instead of a start and an expansion with its pause a
+  // moment later). Jobs restricted by -w/-x keep the start phase's nodes.
+  std::vector<RunningJob> fresh;
+  if (grow_fresh) {
+    std::unordered_map<int64_t, const WaitingJob*> waiting_of;
+    for (int i = 0; i < W; ++i)
+      if (started[i]) waiting_of[snap.waiting[i].id] = &snap.waiting[i];
+    fresh.reserve(d.starts.size());
+    std::vector<size_t> at;
+    for (size_t k = 0; k < d.starts.size(); ++k) {
+      auto it = waiting_of.find(d.starts[k].job);
+      if (it == waiting_of.end()) continue;
+      const WaitingJob& w = *it->second;
+      if (w.kind != JobKind::malleable || !w.required.empty() || !w.excluded.empty()) continue;
+      RunningJob r;
+      r.id = w.id;
+      r.kind = w.kind;
+      r.nodes = d.starts[k].nodes;
+      r.req_nodes = w.req_nodes;
+      r.min_nodes = w.min_nodes;
+      r.max_nodes = w.max_nodes;
+      r.constraint = w.constraint;
+      r.start_time = snap.now;
+      r.time_limit = w.time_limit;
+      fresh.push_back(std::move(r));
+      at.push_back(k);
+    }
+    // (`order` and `heap` point into `jobs` and are dead by now: growing the
+    // vector may move its elements)
+    for (size_t k = 0; k < fresh.size(); ++k) {
+      MJob j;
+      j.r = &fresh[k];
+      j.cur = j.target = static_cast<int>(fresh[k].nodes.size());
+      j.fresh = true;
+      j.start = at[k];
+      jobs.push_back(std::move(j));
+    }
+  }
+
   if (!held || cfg.grow_when_held || prma) grow(jobs, pool.avail(), snap.now, cfg);
 
   for (auto& j : jobs) {
     if (!j.released.empty()) {
       std::sort(j.released.begin(), j.released.end());
       d.shrinks.push_back({j.r->id, std::move(j.released)});
+    } else if (j.target > j.cur && j.fresh) {
+      auto& nodes = d.starts[j.start].nodes;
+      auto more = pool.take(j.target - j.cur);
+      nodes.insert(nodes.end(), more.begin(), more.end());
+      std::sort(nodes.begin(), nodes.end());
     } else if (j.target > j.cur) {
       d.expands.push_back({j.r->id, pool.take(j.target - j.cur)});
     }

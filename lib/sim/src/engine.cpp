@@ -46,6 +46,7 @@ struct Job {
   double work_done = 0;
   double last = 0;                 ///< time work_done refers to
   double pause_until = -kInf;
+  int pause_n = 0;                 ///< size the job computes with until pause_until (0: stalled)
   int n = 0;
   uint64_t version = 0;
   double start = 0, end = 0;
@@ -184,7 +185,12 @@ void Engine::acquire(std::vector<int> nodes) {
 }
 
 void Engine::advance(Job& j, double t) {
-  double from = std::max(j.last, j.pause_until);
+  double from = j.last;
+  if (j.pause_until > from) {  // in a pause: stalled, or on at the old size (overlap)
+    double e = std::min(t, j.pause_until);
+    if (j.pause_n > 0 && e > from) j.work_done += (e - from) / g(j, j.pause_n, j.phase);
+    from = j.pause_until;
+  }
   if (t > from) j.work_done += (t - from) / g(j, j.n, j.phase);
   j.last = std::max(j.last, t);
 }
@@ -195,6 +201,8 @@ void Engine::schedule_event(int k, double t) {
   double at;
   if (j.pause_until > t) {
     at = j.pause_until;
+    if (j.pause_n > 0)  // overlap: the phase (or the job) may end during the pause
+      at = std::min(at, t + std::max(0.0, j.phase_end[j.phase] - j.work_done) * g(j, j.pause_n, j.phase));
   } else {
     double left = std::max(0.0, j.phase_end[j.phase] - j.work_done);
     // exact for a rigid job: start + runtime
@@ -312,6 +320,8 @@ void Engine::pass(double t) {
     std::sort(nodes.begin(), nodes.end());
     (grow ? j.expands : j.shrinks)++;
     j.pause_until = t + (grow ? o_.grow_cost : o_.shrink_cost);
+    // overlap: during an expand's pause the job computes on its `from` nodes
+    j.pause_n = grow && o_.resize_model == ResizeModel::overlap ? from : 0;
     j.adapting = j.pause_until > t;
     auto& rj = snap_.running[j.run_pos];
     rj.last_resize = t;

@@ -73,6 +73,13 @@ TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
   CHECK(dflt.policy.power_max_tries == 8);
 }
 
+TEST_CASE("config: scheduler.malleable.grow_at_start (default true)", "[config]") {
+  TempDir d;
+  CHECK(load_config(d.write("scheduler:\n  policy: minagree\n")).policy.grow_at_start);
+  CHECK_FALSE(load_config(d.write("scheduler:\n  malleable:\n    grow_at_start: false\n")).policy.grow_at_start);
+  CHECK(load_config(d.write("scheduler:\n  malleable:\n    grow_at_start: true\n")).policy.grow_at_start);
+}
+
 TEST_CASE("config: the shipped etc/dynres.yaml loads", "[config]") {
   const char* src = std::getenv("DYNRES_SRC");
   if (!src) return;  // run outside ctest
@@ -113,6 +120,7 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"scheduler:\n  power:\n    ilp_time_limit: 0\n", {"scheduler.power.ilp_time_limit"}},
       {"scheduler:\n  power:\n    favour_malleable: maybe\n", {"scheduler.power.favour_malleable"}},
       {"scheduler:\n  power:\n    corridor: 5\n", {"unknown key", "scheduler.power.corridor"}},
+      {"scheduler:\n  malleable:\n    grow_at_start: maybe\n", {"scheduler.malleable.grow_at_start"}},
   };
   for (auto& c : cases) {
     INFO("config text:\n" << c.text);

@@ -211,11 +211,80 @@ TEST_CASE("perf starts malleable jobs at --nodes, in priority order") {
   w.max_nodes = 16;
   w.time_limit = 600;
   s.waiting.push_back(w);
-  auto d = decide(s, config(Policy::perf));
+  PolicyConfig pc = config(Policy::perf);
+  pc.grow_at_start = false;  // the start phase alone
+  auto d = decide(s, pc);
   REQUIRE(d.starts.size() == 1);
   CHECK(d.starts[0].nodes.size() == 6);
   auto e = decide(s, config(Policy::easy));  // the moldable extension takes all 16
   CHECK(e.starts[0].nodes.size() == 16);
+}
+
+TEST_CASE("grow_at_start: a job started by the pass gets its growth in the start, not as an expansion") {
+  // 16 idle nodes, one malleable job 2..16 waiting (--nodes 6), limit 600 s:
+  // the growth phase would give it the other nodes right after its start
+  Snapshot s = cluster(16);
+  WaitingJob w;
+  w.id = 4;
+  w.kind = JobKind::malleable;
+  w.req_nodes = 6;
+  w.min_nodes = 2;
+  w.max_nodes = 16;
+  w.time_limit = 600;
+  s.waiting.push_back(w);
+  for (Policy p : {Policy::minagree, Policy::egs}) {
+    INFO(to_string(p));
+    auto d = decide(s, config(p));
+    REQUIRE(d.starts.size() == 1);
+    CHECK(d.starts[0].nodes == range(0, 16));  // one start at the final size
+    CHECK(d.expands.empty());
+    PolicyConfig off = config(p);
+    off.grow_at_start = false;
+    CHECK(decide(s, off).starts[0].nodes.size() < 16);
+  }
+  // perf grows by measured MTCT, which a job it starts has not reported:
+  // it starts at --nodes
+  CHECK(decide(s, config(Policy::perf)).starts[0].nodes.size() == 6);
+  // no pause to pay: a start is widened even when an expansion would not
+  // be worth grow_cost (20 s x (1 - 2/16) = 17.5 s > 14.55 s, but
+  // 16 s x (1 - 2/16) = 14 s < 14.55 s)
+  s.waiting[0].time_limit = 16;
+  CHECK(decide(s, config(Policy::minagree)).starts[0].nodes.size() == 16);
+  s.waiting[0].time_limit = 600;
+  // fpsma moves one admissible step per pass, a fresh job too: 6 -> 7
+  CHECK(decide(s, config(Policy::fpsma)).starts[0].nodes.size() == 7);
+
+  // a running malleable job 1 (nodes 0-3, 1..16) and the waiting one: the
+  // idle nodes are shared by the policy's growth order (minagree: fewest
+  // nodes first, one step at a time), the running one by an expansion
+  Snapshot t = cluster(16);
+  mall(t, 1, range(0, 4), 1, 16);
+  t.waiting.push_back(w);
+  w.id = 5;
+  w.kind = JobKind::rigid;  // a rigid job is never widened
+  w.req_nodes = w.min_nodes = w.max_nodes = 2;
+  t.waiting.push_back(w);
+  auto d = decide(t, config(Policy::minagree));
+  auto n = sizes(d, t);
+  CHECK(n[5] == 2);
+  CHECK(n[1] + n[4] + n[5] == 16);
+  CHECK(n[4] >= n[1] - 1);  // water-filling: the started job ends level with job 1
+  CHECK(n[4] <= n[1] + 1);
+  REQUIRE(d.expands.size() == 1);
+  CHECK(d.expands[0].job == 1);
+  for (auto& st : d.starts)
+    for (int x : st.nodes) CHECK(t.nodes[x].job == 0);  // only idle nodes
+
+  // while job 1 is adapting no resize is decided, but the start is still
+  // widened (a start's size is no resize decision)
+  t.running[0].adapting = true;
+  auto a = decide(t, config(Policy::minagree));
+  CHECK(a.expands.empty());
+  CHECK(a.shrinks.empty());
+  CHECK(sizes(a, t)[4] == 10);  // 12 idle, 2 for the rigid job
+  // a job restricted by -w keeps the start phase's nodes
+  t.waiting[0].required = {15};
+  CHECK(sizes(decide(t, config(Policy::minagree)), t)[4] == 2);  // its minimum
 }
 
 TEST_CASE("job management: prma never shrinks, pwma shrinks for the waiting job") {
@@ -285,7 +354,9 @@ TEST_CASE("minagree: EASY start at the minimum, shrink the largest, grow the sma
   w.max_nodes = 16;
   w.time_limit = 600;
   s.waiting.push_back(w);
-  auto d = decide(s, config(Policy::minagree));
+  PolicyConfig ma = config(Policy::minagree);
+  ma.grow_at_start = false;  // the start phase alone
+  auto d = decide(s, ma);
   REQUIRE(d.starts.size() == 1);
   CHECK(d.starts[0].nodes.size() == 3);  // no running job to grow yet
 

@@ -89,6 +89,7 @@ TEST_CASE("a grow pays its pause and speeds the job up by the model") {
   o.nodes = 4;
   o.policy.policy = sched::Policy::fpsma;
   o.policy.step = sched::Step::greedy;
+  o.policy.grow_at_start = false;  // a start at 2, then an expansion
   o.grow_cost = 10;
   // runtime 100 s at 2 nodes; grown to 4 at t = 0 (the follow-up pass), then
   // paused 10 s, then 100 req-seconds at twice the speed: ends at 60
@@ -103,8 +104,43 @@ TEST_CASE("a grow pays its pause and speeds the job up by the model") {
   CHECK(r.metrics.resized_jobs == 1);
   CHECK(r.allocs.size() == 2);  // one allocation per size
   CHECK(r.work == Approx(4 * 60));
+  o.policy.grow_at_start = true;  // fpsma widens the start: 4 nodes, no pause
+  auto w = simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o);
+  CHECK(*rec(w, 1).end_time == Approx(50));
+  CHECK(w.resizes.empty());
   o.policy.policy = sched::Policy::easy;  // moldable extension: starts at 4, no pause
   CHECK(*rec(simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o), 1).end_time == Approx(50));
+}
+
+TEST_CASE("overlap resize model: the job computes at its old size during an expand's pause") {
+  SimOptions o;
+  o.nodes = 4;
+  o.policy.policy = sched::Policy::fpsma;
+  o.policy.step = sched::Step::greedy;
+  o.policy.grow_at_start = false;  // a start at 2, then an expansion
+  o.grow_cost = 10;
+  o.resize_model = ResizeModel::overlap;
+  // runtime 100 s at 2 nodes, grown to 4 at t = 0: 10 s at 2 nodes do 10
+  // req-seconds, the other 90 at 4 nodes take 45 s: ends at 55 (stall: 60)
+  auto r = simulate({job(1, 0, 2, 100, sched::JobKind::malleable, 1, 4)}, o);
+  CHECK(*rec(r, 1).end_time == Approx(55));
+  CHECK(r.metrics.expands == 1);
+  // a job that ends inside the pause ends there, at its old speed: 8 s at
+  // 2 nodes (grown at t = 0 with a 30 s pause)
+  o.grow_cost = 30;
+  o.policy.grow_cost = 0;  // the policy grows it anyway
+  auto e = simulate({job(1, 0, 2, 8, sched::JobKind::malleable, 1, 4)}, o);
+  CHECK(*rec(e, 1).end_time == Approx(8));
+  // a shrink still stalls the job (same as stall)
+  o.grow_cost = 10;
+  o.shrink_cost = 5;
+  o.policy.grow_cost = 10;
+  o.policy.policy = sched::Policy::perf;
+  auto s = simulate({job(1, 0, 4, 100, sched::JobKind::malleable, 1, 4), job(2, 20, 2, 50)}, o);
+  // t=20: shrink 4 -> 2, stalled to 25; t=70: 57.5 left, grow to 4: 10 s at
+  // 2 nodes do 5 req-seconds, the other 52.5 at 4 nodes take 52.5 s: ends at
+  // 132.5 (stall: 137.5)
+  CHECK(*rec(s, 1).end_time == Approx(132.5));
 }
 
 TEST_CASE("perf shrinks a malleable job to start a waiting one and grows it back") {
@@ -249,6 +285,10 @@ TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node
     }
   }
   CHECK(node_hours / kBatches == Approx(8).epsilon(0.03));
+  // every estimate is seed 002's job scripts' #REQUIRED_TIME (800 s), rigid
+  // or malleable, whatever the runtime
+  for (double f : {0.0, 1.0})
+    for (auto& j : batch_jobs(3, f)) CHECK(j.time_limit == 800);
   std::set<int64_t> prev;
   for (int k = 0; k <= 5; ++k) {
     auto b = batch_jobs(7, k * 0.2);

@@ -212,6 +212,16 @@ struct PolicyConfig {
   /// --nodes (seed 000 §4.2.3); true — their smallest admissible size, grown
   /// later with idle nodes (seed 002 minAgree's rule; minagree always does).
   bool start_at_minimum = false;
+  /// The malleable jobs a pass starts take part in its growth phase like
+  /// the running ones (the policy's growth order and caps, no grow_cost
+  /// test); what they are given widens their start instead of an expansion
+  /// ordered right after it, which would pause them for grow_cost with the
+  /// new nodes idle (seed 002: 14.55 s). Also while another job is adapting
+  /// (a start's size is no resize decision). false: jobs start at the start
+  /// phase's size and are grown by later passes. Not perf: it grows by
+  /// measured MTCT (Algorithm 3 line 13), which a job it starts has not
+  /// reported yet.
+  bool grow_at_start = true;
   /// perf: jobs whose MTCT ratio is above this are never grown, and give up
   /// nodes down to their minimum first when a waiting job needs them (seed
   /// 000 §4.2.2.2 last paragraph: the "predetermined threshold"); a job below
@@ -299,7 +309,10 @@ struct PolicyConfig {
 ///              past mtct_threshold (jobs above it are never grown). Jobs
 ///              without an MTCT come after those with one in both orders.
 ///   Options (PolicyConfig): backfill (EASY start phase for fpsma/egs/perf),
-///   start_at_minimum, grow_when_held, step, management.
+///   start_at_minimum, grow_when_held, step, management, grow_at_start (not
+///   perf; the malleable jobs a pass starts are growth candidates of that pass: what
+///   they get widens their Start, no Resize, no grow_cost test; also while
+///   a job is adapting, when no resize is decided; -w/-x jobs excluded).
 ///   power    — seed 000 Algorithm 4 with the ILP of Eq. 5.3 (lp_solve,
 ///              dynres::power::solve_corridor; pure computation, bounded by
 ///              power_ilp_time_limit). Reads Snapshot::power and the jobs'

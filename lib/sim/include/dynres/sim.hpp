@@ -22,6 +22,9 @@ namespace dynres::sim {
 /// A = 1/s, variance sigma: f(n) = 1/S(n) with Downey's S(n; A, sigma).
 enum class Model { amdahl, downey };
 
+/// Cost model of an expansion (SimOptions::resize_model).
+enum class ResizeModel { stall, overlap };
+
 /// Time factor f(n) (time at n nodes / time at 1 node) of a job whose serial
 /// (non-scaling) fraction is s; f(1) = 1, f is non-increasing in n.
 /// s in [0, 1]; sigma >= 0 (Downey only). n >= 1.
@@ -83,8 +86,16 @@ struct SimOptions {
   sched::PolicyConfig policy;           ///< policy and its parameters
   Model model = Model::amdahl;
   double downey_sigma = 1.0;
-  double grow_cost = 14.55;             ///< seconds without progress per expand (seed 002)
+  double grow_cost = 14.55;             ///< seconds of an expand's pause (seed 002)
   double shrink_cost = 7.41;            ///< seconds without progress per shrink (seed 002)
+  /// What a job does during an expand's pause. stall: nothing (the whole job
+  /// waits for grow_cost, as an MPI code whose processes all enter the
+  /// adaptation window; seed 000 iMPI). overlap: it goes on at its old size
+  /// and the added nodes contribute from the pause's end on (seed 002
+  /// "Malleable Runtime Performance": while the new places start, "the
+  /// actual computation of the tasks and the work-stealing of the unaffected
+  /// workers remain undisturbed"). A shrink stalls the job in both.
+  ResizeModel resize_model = ResizeModel::stall;
   double tick = 0;                      ///< extra passes every `tick` s while jobs wait or run (0: events only)
   double tau = 10;                      ///< bounded-slowdown threshold, seconds
   bool keep_nodelists = false;          ///< fill AllocationRecord::nodelist (Gantt charts)
@@ -181,9 +192,15 @@ std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed
 /// [0, 600) s; `malleable_fraction` of them (round(25 f), the same nested
 /// subset for every share) malleable over the table's range. Runtimes follow
 /// a per-program Amdahl model calibrated so that a batch averages 8
-/// node-hours at the rigid sizes (batch_row_model()). Limit 1.2 x runtime
-/// (malleable: at the smallest size).
+/// node-hours at the rigid sizes (batch_row_model()). Every job's time
+/// limit is kBatchRequiredTime, the estimate seed 002's job scripts give the
+/// scheduler (so EASY reserves with it, as in seed 002's runs).
 std::vector<SimJob> batch_jobs(uint64_t seed, double malleable_fraction);
+
+/// The time limit of every batch job, seconds: seed 002's ElasticJobScheduler
+/// job scripts (scripts/apgas-jobs/*.sh) all state "#REQUIRED_TIME 800000"
+/// (ms), whatever the program, size or class; the batch runtimes are 40-500 s.
+inline constexpr double kBatchRequiredTime = 800;
 
 /// One row of seed 002 Table 2 with dynres's runtime model.
 struct BatchRow {
