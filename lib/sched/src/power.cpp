@@ -108,13 +108,27 @@ struct Cluster {
   bool inside(std::pair<double, double> d) const {
     return d.second <= snap.power.upper + kEps && d.first >= snap.power.lower - kEps;
   }
-  /// The draw now: the caller's measurement/forecast when given, else the model.
+  /// The draw the broken test uses: the caller's forecast (proactive) or
+  /// measurement (reactive, runtime) when given, else the model; aware mode
+  /// plans on the model alone (PowerMode).
   std::pair<double, double> now() const {
     auto d = draw();
+    if (cfg.power_mode == PowerMode::aware) return d;
     if (snap.power.draw_min >= 0) d.first = snap.power.draw_min;
     if (snap.power.draw_max >= 0) d.second = snap.power.draw_max;
     return d;
   }
+  /// The broken test's draw (now()), and the offset of that draw from the
+  /// model kept for the ILP: Eq. 5.3 is then solved with the forecast or
+  /// measurement (§5.1.4) -- the corridor the ILP sees is moved by what the
+  /// model misses, so the modelled plan keeps the predicted draw inside.
+  std::pair<double, double> measure() {
+    auto d = now(), m = draw();
+    off_lo = d.first - m.first;
+    off_hi = d.second - m.second;
+    return d;
+  }
+  double off_lo = 0, off_hi = 0;
   bool resizable_any() const {
     for (auto& j : jobs)
       if (j.min_nodes != j.max_nodes) return true;
@@ -125,8 +139,8 @@ struct Cluster {
     in.running = jobs;
     in.nodes = nodes();
     in.idle_watts = snap.power.idle_watts;
-    in.lower = snap.power.lower;
-    in.upper = snap.power.upper;
+    in.lower = std::max(0.0, snap.power.lower - off_lo);
+    in.upper = snap.power.upper - off_hi;
     in.time_limit_s = cfg.power_ilp_time_limit > 0 ? cfg.power_ilp_time_limit : 0.05;
     in.fewest_moves = true;
     // phase 2 may use the whole budget: a plan that depends on the machine's
@@ -382,7 +396,49 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
   const int W = static_cast<int>(snap.waiting.size());
   std::vector<char> started(W, 0);
 
-  if (!pv.known || cfg.power_runtime_only) {
+  if (pv.known && cfg.power_mode == PowerMode::reactive) {
+    // Reactive (PowerMode): only a measured violation is acted on, with the
+    // correction of Algorithm 4 lines 6-18; jobs then start as with backfill
+    // and are never held ahead of a violation.
+    Cluster c(snap, cfg, pool.avail(), !adapting);
+    auto dr = c.measure();
+    if (!c.inside(dr)) {
+      if (adapting) {
+        d.notes.push_back(broken_words(c, dr) + " (measured); waiting for a pending resize before re-planning");
+      } else {
+        std::vector<int> order;
+        for (int i = 0; i < W; ++i) order.push_back(i);
+        if (cfg.power_favour_malleable)
+          std::stable_partition(order.begin(), order.end(),
+                                [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
+        std::string why;
+        auto got = plan_with_candidates(c, order, false, pool, d, why);
+        bool fixed = !got.empty();
+        for (int i : got) started[i] = 1;
+        if (!fixed && c.resizable_any()) {
+          auto r = pw::solve_corridor(c.input());
+          if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
+            apply(c, r, pool, d, {});
+            fixed = true;
+          } else {
+            why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
+          }
+        }
+        if (!fixed)
+          d.notes.push_back(broken_words(c, dr) + " (measured); the current allocation is kept" +
+                            (why.empty() ? "" : ": " + why));
+      }
+    }
+    // the rest start as with backfill on what is left, never held for power
+    Snapshot rest = snap;
+    rest.waiting.clear();
+    for (int i = 0; i < W; ++i)
+      if (!started[i]) rest.waiting.push_back(snap.waiting[i]);
+    start_phase(rest, cfg, Queue::backfill, SizeRule::requested, pool, d);
+    return d;
+  }
+
+  if (!pv.known || cfg.power_mode == PowerMode::runtime) {
     // Scenario 2 (and no corridor): start as the static backfill does,
     // malleable jobs at their --nodes; never held for power.
     start_phase(snap, cfg, Queue::backfill, SizeRule::requested, pool, d);
@@ -399,7 +455,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
       c.jobs.push_back(j);
       c.run.push_back(-1);
     }
-    auto dr = c.now();
+    auto dr = c.measure();
     if (c.inside(dr) || !c.resizable_any()) {
       if (!c.inside(dr)) d.notes.push_back(broken_words(c, dr) + "; no running job can be resized now");
       return d;
@@ -414,7 +470,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
 
   // Algorithm 4 (scenario 3).
   Cluster c(snap, cfg, pool.avail(), !adapting);
-  auto dr = c.now();
+  auto dr = c.measure();
   if (!c.inside(dr)) {
     if (adapting) {  // line 4: no decision while an adaptation is pending
       d.notes.push_back(broken_words(c, dr) + "; waiting for a pending resize before re-planning");
@@ -484,3 +540,25 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
 }
 
 }  // namespace dynres::sched::detail
+
+namespace dynres::sched {
+
+std::optional<PowerMode> parse_power_mode(const std::string& s) {
+  if (s == "aware") return PowerMode::aware;
+  if (s == "runtime") return PowerMode::runtime;
+  if (s == "proactive") return PowerMode::proactive;
+  if (s == "reactive") return PowerMode::reactive;
+  return std::nullopt;
+}
+
+const char* to_string(PowerMode m) {
+  switch (m) {
+    case PowerMode::aware: return "aware";
+    case PowerMode::runtime: return "runtime";
+    case PowerMode::proactive: return "proactive";
+    case PowerMode::reactive: return "reactive";
+  }
+  return "aware";
+}
+
+}  // namespace dynres::sched

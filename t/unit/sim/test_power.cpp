@@ -78,7 +78,7 @@ TEST_CASE("power: the power policy corrects the §9.2.3 corridor changes at once
   o.idle_watts = power_default_idle_watts("power-dynamic");
   o.corridor = power_default_corridor("power-dynamic");
   o.policy.policy = sched::Policy::power;
-  o.policy.power_runtime_only = true;
+  o.policy.power_mode = dynres::sched::PowerMode::runtime;
   auto r = simulate(power_jobs("power-dynamic", 1, 1), o);
   CHECK(r.violations == 0);
   CHECK(r.breaks >= 3);  // each raise of the lower bound, corrected by the pass of that instant

@@ -1,0 +1,66 @@
+// count_violations (violations.hpp): one pass over the merged change points.
+#include "dynres/violations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dynres::power {
+
+ViolationCount count_violations(const std::vector<DrawPoint>& draw, const std::vector<CorridorStep>& corridor,
+                                double end, double grace) {
+  ViolationCount v;
+  if (!(grace >= 0)) grace = 0;
+  bool have_draw = false, have_c = false;
+  double w = 0, lo = 0, up = 0;
+  auto state = [&] {
+    if (!have_draw || !have_c) return 0;
+    return w > up + 1e-9 ? 1 : w < lo - 1e-9 ? -1 : 0;
+  };
+  int run_state = 0;     // side of the open episode (0: none)
+  double run_len = 0;    // its duration so far
+  auto close_run = [&] {
+    if (run_state != 0 && run_len > 0) (run_len > grace ? v.count : v.corrected)++;
+    run_state = 0;
+    run_len = 0;
+  };
+  // a segment of dt > 0 seconds with the current draw and corridor
+  auto segment = [&](double dt) {
+    if (!(dt > 0) || !have_draw) return;
+    int st = state();
+    if (st > 0) v.above_ws += (w - up) * dt;
+    if (st < 0) v.below_ws += (lo - w) * dt;
+    if (st != 0) v.outside_s += dt;
+    if (st != 0 && st == run_state) {
+      run_len += dt;
+      return;
+    }
+    close_run();
+    if (st != 0) run_state = st, run_len = dt;
+  };
+  size_t i = 0, k = 0;
+  double t_prev = 0;
+  bool started = false;
+  while (i < draw.size() || k < corridor.size()) {
+    // corridor steps first at one instant
+    bool take_c = k < corridor.size() && (i >= draw.size() || corridor[k].t <= draw[i].t);
+    double t = take_c ? corridor[k].t : draw[i].t;
+    if (started) segment(t - t_prev);
+    int before = state();
+    if (take_c) {
+      lo = corridor[k].lower, up = corridor[k].upper, have_c = true;
+      ++k;
+    } else {
+      w = draw[i].watts, have_draw = true;
+      ++i;
+    }
+    int after = state();
+    if (after != 0 && before == 0) ++v.breaks;
+    t_prev = t;
+    started = true;
+  }
+  if (started && end > t_prev) segment(end - t_prev);
+  close_run();
+  return v;
+}
+
+}  // namespace dynres::power
