@@ -37,12 +37,16 @@ ViolationCount count_violations(const std::vector<DrawPoint>& draw, const std::v
     close_run();
     if (st != 0) run_state = st, run_len = dt;
   };
+  if (draw.empty()) return v;
+  // the series ends at `end` (at its last point when end is before it):
+  // corridor changes after that are not counted
+  const double stop = std::max(end, draw.back().t);
   size_t i = 0, k = 0;
   double t_prev = 0;
   bool started = false;
-  while (i < draw.size() || k < corridor.size()) {
+  while (i < draw.size() || (k < corridor.size() && corridor[k].t <= stop)) {
     // corridor steps first at one instant
-    bool take_c = k < corridor.size() && (i >= draw.size() || corridor[k].t <= draw[i].t);
+    bool take_c = k < corridor.size() && corridor[k].t <= stop && (i >= draw.size() || corridor[k].t <= draw[i].t);
     double t = take_c ? corridor[k].t : draw[i].t;
     if (started) segment(t - t_prev);
     int before = state();
@@ -58,7 +62,7 @@ ViolationCount count_violations(const std::vector<DrawPoint>& draw, const std::v
     t_prev = t;
     started = true;
   }
-  if (started && end > t_prev) segment(end - t_prev);
+  if (started && stop > t_prev) segment(stop - t_prev);
   close_run();
   return v;
 }

@@ -114,8 +114,15 @@ struct Cluster {
   std::pair<double, double> now() const {
     auto d = draw();
     if (cfg.power_mode == PowerMode::aware) return d;
-    if (snap.power.draw_min >= 0) d.first = snap.power.draw_min;
-    if (snap.power.draw_max >= 0) d.second = snap.power.draw_max;
+    // what the cluster can draw at all: every node idle or at the lowest
+    // per-node draw of its job, every node at the highest (a forecast that
+    // extrapolates a step past these is clamped to them)
+    const double i0 = snap.power.idle_watts;
+    double floor = idle * i0, ceil = idle * std::max(i0, snap.power.node_max_watts);
+    for (auto& j : jobs) floor += j.current * std::min(j.p_min, i0), ceil += j.current * std::max({j.p_max, i0, snap.power.node_max_watts});
+    if (snap.power.draw_min >= 0) d.first = std::clamp(snap.power.draw_min, floor, ceil);
+    if (snap.power.draw_max >= 0) d.second = std::clamp(snap.power.draw_max, floor, ceil);
+    if (d.first > d.second) std::swap(d.first, d.second);
     return d;
   }
   /// The broken test's draw (now()), and the offset of that draw from the

@@ -69,7 +69,9 @@ void PowerView::annotate(State& st, sched::Snapshot& snap, double now, const sch
       if (!q.is_null(1)) at = std::max(at, q.f64(1));
     }
     if (corridor->lower != last_lower_ || corridor->upper != last_upper_) at = std::max(at, corridor->effective_time);
-    if (at > last_sample_ && at <= now) t = at;
+    // the first sample of this scheduler is dated now (an allocation change
+    // before it may predate the corridor or the scheduler)
+    if (last_sample_ > -1e299 && at > last_sample_ && at <= now) t = at;
   }
   if (changed || now - last_sample_ >= 1.0) {
     t = std::max(t, last_sample_ + 1e-6);

@@ -370,6 +370,11 @@ void Engine::pass(double t) {
 
 SimResult Engine::run() {
   if (o_.nodes < 1) throw std::invalid_argument("the cluster needs at least one node");
+  // proactive power: passes also every forecast interval, as mjsched's tick
+  // re-plans on the updated forecast (a forecast alone is no event)
+  if (o_.policy.policy == sched::Policy::power && o_.policy.power_mode == sched::PowerMode::proactive &&
+      !o_.corridor.empty() && !(o_.tick > 0))
+    o_.tick = std::max(0.1, o_.policy.power_forecast_interval);
   std::stable_sort(specs_.begin(), specs_.end(), submitted_before);
   jobs_.resize(specs_.size());
   index_.reserve(specs_.size());

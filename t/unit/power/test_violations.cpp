@@ -57,6 +57,11 @@ TEST_CASE("violations: corridor changes; none before the first; grace", "[power]
   CHECK(g.above_ws == Approx(200));  // watt-seconds count every episode
   CHECK(count_violations(d, c, 30, 2.0).count == 0);  // not longer than the grace
   CHECK(count_violations({}, c, 30).count == 0);
+  // a corridor scheduled after the end of the series does not extend it
+  std::vector<CorridorStep> later{{0, 100, 400}, {3600, 1000, 2000}};
+  auto f = count_violations({{0, 300}, {10, 300}}, later, 10);
+  CHECK(f.count == 0);
+  CHECK(f.below_ws == 0);
 }
 
 TEST_CASE("forecast_next: a steady draw is forecast; too short a history gives none", "[power][forecast]") {
