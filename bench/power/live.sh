@@ -91,7 +91,7 @@ run_one() {
   export DYNRES_HOME=$dir
   # the power model and mode, then a scheduler that reads them
   sed -i "s/^  kill_wait: .*/&\n  power:\n    mode: $mode/" "$dir/dynres.yaml"
-  printf 'power:\n  idle_watts: %s\n  node_max_watts: 400\n' "$idle" >>"$dir/dynres.yaml"
+  printf 'power:\n  idle_watts: %s\n  node_max_watts: 400\n  record_samples: true\n' "$idle" >>"$dir/dynres.yaml"
   local pid
   pid=$(cat "$dir/mjsched.pid")
   kill "$pid"

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "detail.hpp"
 #include "dynres/power_ilp.hpp"
@@ -69,7 +70,25 @@ struct Cluster {
   std::vector<int> run;          ///< index into snap.running; -1 for a start of this pass
   int idle = 0;                  ///< idle up nodes not handed out yet
 
+  /// Watts of nodes reserved for a running job's pending expansion (the live
+  /// resize server marks them held by the job before the order commits; the
+  /// job's node list grows only then): they draw as the job's nodes, [min, max].
+  double reserved_lo = 0, reserved_hi = 0;
+
   Cluster(const Snapshot& s, const PolicyConfig& c, int idle_nodes, bool may_resize) : snap(s), cfg(c), idle(idle_nodes) {
+    {
+      std::unordered_map<int64_t, int> held;
+      for (const auto& n : s.nodes)
+        if (n.up && n.job != 0) ++held[n.job];
+      for (const auto& r : s.running) {
+        auto it = held.find(r.id);
+        int extra = it == held.end() ? 0 : it->second - static_cast<int>(r.nodes.size());
+        if (extra <= 0) continue;
+        auto [pmin, pmax] = per_node(r.min_power, r.max_power, s.power);
+        reserved_lo += extra * pmin;
+        reserved_hi += extra * pmax;
+      }
+    }
     for (int i = 0; i < static_cast<int>(s.running.size()); ++i) {
       const RunningJob& r = s.running[i];
       pw::IlpJob j;
@@ -101,7 +120,7 @@ struct Cluster {
   /// [pmin, pmax] per node taken from the idle ones.
   std::pair<double, double> draw(int extra = 0, double pmin = 0, double pmax = 0) const {
     const double i0 = snap.power.idle_watts;
-    double lo = (idle - extra) * i0 + extra * pmin, hi = (idle - extra) * i0 + extra * pmax;
+    double lo = (idle - extra) * i0 + extra * pmin + reserved_lo, hi = (idle - extra) * i0 + extra * pmax + reserved_hi;
     for (auto& j : jobs) lo += j.current * j.p_min, hi += j.current * j.p_max;
     return {lo, hi};
   }
@@ -118,7 +137,7 @@ struct Cluster {
     // per-node draw of its job, every node at the highest (a forecast that
     // extrapolates a step past these is clamped to them)
     const double i0 = snap.power.idle_watts;
-    double floor = idle * i0, ceil = idle * std::max(i0, snap.power.node_max_watts);
+    double floor = idle * i0 + reserved_lo, ceil = idle * std::max(i0, snap.power.node_max_watts) + reserved_hi;
     for (auto& j : jobs) floor += j.current * std::min(j.p_min, i0), ceil += j.current * std::max({j.p_max, i0, snap.power.node_max_watts});
     if (snap.power.draw_min >= 0) d.first = std::clamp(snap.power.draw_min, floor, ceil);
     if (snap.power.draw_max >= 0) d.second = std::clamp(snap.power.draw_max, floor, ceil);

@@ -32,6 +32,8 @@ class PowerView {
   /// totals (pc.power_forecast_interval, _window; horizon: one tick), none
   /// while the history is too short; aware, runtime -- none (the model).
   void annotate(State& st, sched::Snapshot& snap, double now, const sched::PolicyConfig& pc, double tick);
+  /// power.record_samples: record samples under the other policies too.
+  bool record_samples() const { return model_.record_samples; }
 
  private:
   power::PowerModel model_;

@@ -268,12 +268,12 @@ int Daemon::pass() {
     if (!power_) power_ = std::make_unique<PowerView>(home);
     power_->annotate(st, snap, now, cfg.policy, cfg.tick);
   } else if (power::has_power_schema(st.db())) {
-    // another policy with a corridor set: only the modelled samples, so that
-    // pcorridor counts its violations as mjsim does (static backfill in
-    // bench/power/live.sh); the policy never reads snap.power
+    // another policy with a corridor set and power.record_samples: only the
+    // modelled samples, so that pcorridor counts its violations as mjsim does
+    // (static backfill in bench/power/live.sh); the policy never reads snap.power
     try {
       if (!power_) power_ = std::make_unique<PowerView>(home);
-      power_->annotate(st, snap, now, cfg.policy, cfg.tick);
+      if (power_->record_samples()) power_->annotate(st, snap, now, cfg.policy, cfg.tick);
     } catch (const std::exception& e) {
       if (!power_warned_) log(std::string("power samples not recorded: ") + e.what());
       power_warned_ = true;

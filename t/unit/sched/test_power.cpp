@@ -528,3 +528,24 @@ TEST_CASE("power modes: reactive acts on the measured draw, not on the model", "
   CHECK(re.shrinks[0].job == 1);
   CHECK(re.shrinks[0].nodes.size() == aware.shrinks[0].nodes.size());
 }
+
+TEST_CASE("power: nodes reserved for a pending expansion draw as the job's", "[sched][power]") {
+  // Job 1 (malleable, 150 W/node) holds nodes 0-1 and has nodes 2-3 reserved
+  // for an expand order not committed yet (the live resize server marks them
+  // held by the job); 6 idle x 50 W. Draw: 300 + 300 + 300 = 900 W in [0,
+  // 1000]. W (1 node x 200 W) would make 1050 W: held. Counting the reserved
+  // nodes as nothing (600 W) would start it and break the corridor at commit.
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 2, 1, 10, 150));
+  s.nodes[2].job = s.nodes[3].job = 1;
+  s.running[0].adapting = true;
+  s.waiting.push_back(waiting(2, JobKind::rigid, 1, 1, 1, 200));
+  corridor(s, 0, 1000);
+  auto d = decide(s, power_cfg());
+  CHECK(d.starts.empty());
+  CHECK(hold_of(d, 2) == "PowerCorridor");
+  s.waiting[0].min_power = s.waiting[0].max_power = 140;  // 990 W: starts, not on a reserved node
+  d = decide(s, power_cfg());
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].nodes == std::vector<int>{4});
+}
