@@ -17,25 +17,33 @@ ViolationCount count_violations(const std::vector<DrawPoint>& draw, const std::v
     return w > up + 1e-9 ? 1 : w < lo - 1e-9 ? -1 : 0;
   };
   int run_state = 0;     // side of the open episode (0: none)
-  double run_len = 0;    // its duration so far
+  double run_len = 0;    // seconds outside in it so far
+  double gap = 0;        // seconds inside since its last stretch outside
   auto close_run = [&] {
     if (run_state != 0 && run_len > 0) (run_len > grace ? v.count : v.corrected)++;
     run_state = 0;
-    run_len = 0;
+    run_len = gap = 0;
   };
-  // a segment of dt > 0 seconds with the current draw and corridor
+  // a segment of dt > 0 seconds with the current draw and corridor; a stay
+  // inside of at most `grace` seconds does not end an episode (the latency
+  // of a start after an end, which mjsim carries out at one instant)
   auto segment = [&](double dt) {
     if (!(dt > 0) || !have_draw) return;
     int st = state();
     if (st > 0) v.above_ws += (w - up) * dt;
     if (st < 0) v.below_ws += (lo - w) * dt;
-    if (st != 0) v.outside_s += dt;
-    if (st != 0 && st == run_state) {
+    if (st == 0) {
+      if (run_state != 0 && (gap += dt) > grace) close_run();
+      return;
+    }
+    v.outside_s += dt;
+    if (st == run_state) {
       run_len += dt;
+      gap = 0;
       return;
     }
     close_run();
-    if (st != 0) run_state = st, run_len = dt;
+    run_state = st, run_len = dt;
   };
   if (draw.empty()) return v;
   // the series ends at `end` (at its last point when end is before it):

@@ -56,6 +56,13 @@ TEST_CASE("violations: corridor changes; none before the first; grace", "[power]
   CHECK(g.corrected == 1);
   CHECK(g.above_ws == Approx(200));  // watt-seconds count every episode
   CHECK(count_violations(d, c, 30, 2.0).count == 0);  // not longer than the grace
+  // a stay inside within the grace does not split an episode; a longer one does
+  std::vector<CorridorStep> c2{{0, 100, 200}};
+  std::vector<DrawPoint> split{{0, 250}, {5, 150}, {5.5, 250}, {10, 150}};
+  CHECK(count_violations(split, c2, 12).count == 2);
+  CHECK(count_violations(split, c2, 12, 1.0).count == 1);
+  CHECK(count_violations(split, c2, 12, 1.0).outside_s == Approx(9.5));
+  CHECK(count_violations(split, c2, 12, 0.4).count == 2);
   CHECK(count_violations({}, c, 30).count == 0);
   // a corridor scheduled after the end of the series does not extend it
   std::vector<CorridorStep> later{{0, 100, 400}, {3600, 1000, 2000}};

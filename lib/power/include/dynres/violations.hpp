@@ -22,8 +22,10 @@ struct CorridorStep {
 struct ViolationCount {
   /// Episodes: maximal spans of positive duration with the draw on the same
   /// side outside the corridor (leaving it starts one; so does crossing from
-  /// above to below without a positive-duration stay inside), counted only
-  /// when longer than `grace` seconds.
+  /// above to below), counted only when longer than `grace` seconds outside.
+  /// A stay inside of at most `grace` seconds does not split an episode (0:
+  /// any positive-duration stay does): mjsim carries out an end and the start
+  /// it allows at one instant, mjsched a pass later.
   int count = 0;
   /// Every point (draw change or corridor change) that takes the draw from
   /// inside to outside, also those corrected at the same instant or within
