@@ -19,10 +19,11 @@
 #   bench/power/live.sh --run NAME WORKLOAD POLICY MODE SCALE [--corridor FILE]
 #                       [--malleable-fraction F] [--grace S] [--out DIR]
 #
-# NAME of --only: upper, lower, dynamic, mix. Defaults: grace 1 s (scaled
-# seconds: a correction by mjsched takes a pass and a resize commit, which
-# mjsim carries out at once), scale 0.01 for §9.2.2/§9.2.3 (1800-9000 s runs
-# -> 18-90 s), 0.05 for Table 9.2. Prints one table row per run:
+# NAME of --only: upper, lower, dynamic, mix. Defaults: grace max(1 s, 40 s x
+# scale) in scaled seconds (a correction by mjsched takes a pass, and an
+# expansion commits only after esp-app's grow pause of 14.55 s x scale, which
+# mjsim carries out at once: 1 s at 0.01-0.025, 2 s at 0.05), scale 0.01 for
+# §9.2.2/§9.2.3 (1800-9000 s runs -> 18-90 s), 0.05 for Table 9.2. Prints one table row per run:
 #   name policy/mode violations live/sim, makespan live/sim (scaled s),
 #   watt-seconds outside live/sim.
 # --run does one run and prints its row (t/integration/power_live_vs_sim.sh).
@@ -34,7 +35,7 @@ BIN=${DYNRES_BIN:-$BUILD/bin}
 export PATH=$BIN:$SRC/share/dynres:$PATH
 APP=$SRC/share/dynres/examples/esp-app/esp-app
 [[ -x $APP ]] || APP=$BUILD/share/dynres/examples/esp-app/esp-app
-OUT="" GRACE=1 ONLY="upper,lower,dynamic,mix" SRUN=0.01 SMIX=0.05 RUN=()
+OUT="" GRACE=auto ONLY="upper,lower,dynamic,mix" SRUN=0.01 SMIX=0.05 RUN=()
 CORR="" FRAC=""
 die() { echo "live.sh: error: $*" >&2; exit 1; }
 while (($#)); do
@@ -52,7 +53,9 @@ while (($#)); do
   esac
 done
 num='^[0-9]*\.?[0-9]+$'
-[[ $GRACE =~ $num && $SRUN =~ $num && $SMIX =~ $num ]] || die "--grace and the scales must be non-negative numbers"
+[[ ($GRACE == auto || $GRACE =~ $num) && $SRUN =~ $num && $SMIX =~ $num ]] ||
+  die "--grace and the scales must be non-negative numbers"
+GRACE_OPT=$GRACE
 for x in mjsim mjsched mjsub pcorridor vcluster-boot; do command -v "$x" >/dev/null || die "$x not found (build first)"; done
 [[ -x $APP ]] || die "esp-app is not built"
 [[ -n $OUT ]] || OUT=$(mktemp -d /tmp/dynres-power-live-XXXXXX)
@@ -78,6 +81,8 @@ hms() { local s=$1; printf '%d:%02d:%02d' $((s / 3600)) $((s % 3600 / 60)) $((s 
 # run_one NAME WORKLOAD POLICY MODE SCALE — prints one row; figures also in $OUT/NAME.json
 run_one() {
   local name=$1 wl=$2 pol=$3 mode=$4 scale=$5
+  local GRACE=$GRACE_OPT
+  [[ $GRACE == auto ]] && GRACE=$(awk -v s="$scale" 'BEGIN { g = 40 * s; if (g < 1) g = 1; print g }')
   local dir=$OUT/$name simargs=(-w "$wl" --time-scale "$scale")
   [[ -n $FRAC ]] && simargs+=(-m "$FRAC")
   [[ -n $CORR ]] && simargs+=(--corridor "$CORR")
@@ -153,8 +158,8 @@ exec $APP $runtime $req $serial --malleable --scale $scale --report-interval 0.1
   local lviol lws sviol smk sws
   read -r lviol lws <<<"$lv"
   read -r sviol smk sws <<<"$sv"
-  printf '%-14s %-18s %5s %5s   %8s %8s   %9s %9s   %s/%s done\n' "$name" "$pol/$mode" "$lviol" "$sviol" "$lmk" "$smk" \
-    "$lws" "$sws" "$done_n" "$n"
+  printf '%-14s %-18s %5s %5s   %8s %8s   %9s %9s   %s/%s done, scale %s, grace %s s\n' "$name" "$pol/$mode" \
+    "$lviol" "$sviol" "$lmk" "$smk" "$lws" "$sws" "$done_n" "$n" "$scale" "$GRACE"
   printf '{"name":"%s","policy":"%s","mode":"%s","scale":%s,"grace":%s,"live":{"violations":%s,"makespan_s":%s,"outside_ws":%s},"sim":{"violations":%s,"makespan_s":%s,"outside_ws":%s},"completed":%s,"jobs":%s}\n' \
     "$name" "$pol" "$mode" "$scale" "$GRACE" "$lviol" "$lmk" "$lws" "$sviol" "$smk" "$sws" "$done_n" "$n" >"$OUT/$name.json"
   vcluster-down --dir "$dir" >/dev/null 2>&1 || true
@@ -170,7 +175,7 @@ if ((${#RUN[@]})); then
   run_one "${RUN[@]}"
   exit 0
 fi
-echo "== bench/power/live.sh: live vs mjsim, grace ${GRACE} s (scaled), out $OUT"
+echo "== bench/power/live.sh: live vs mjsim, grace ${GRACE} (scaled s; auto = max(1, 40 x scale)), out $OUT"
 header
 want() { [[ ,$ONLY, == *,$1,* ]]; }
 if want upper; then
