@@ -57,7 +57,9 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
 /// scheduler.power: parameters of the power policy (dynres.yaml(5)).
 void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.power";
-  check_keys(m, w, {"mode", "favour_malleable", "max_tries", "ilp_time_limit", "forecast_interval", "forecast_window"},
+  check_keys(m, w,
+             {"mode", "favour_malleable", "max_tries", "ilp_time_limit", "pass_budget", "forecast_interval",
+              "forecast_window"},
              path);
   auto mode = sched::parse_power_mode(get<std::string>(m, "mode", sched::to_string(pc.power_mode), w, path));
   if (!mode) throw ConfigError(path + ": " + w + ".mode must be aware, runtime, proactive or reactive");
@@ -75,6 +77,9 @@ void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string&
   pc.power_ilp_time_limit = get<double>(m, "ilp_time_limit", pc.power_ilp_time_limit, w, path);
   if (!(pc.power_ilp_time_limit > 0 && pc.power_ilp_time_limit <= 10))
     throw ConfigError(path + ": " + w + ".ilp_time_limit must be > 0 and <= 10 seconds");
+  pc.power_pass_budget = get<double>(m, "pass_budget", pc.power_pass_budget, w, path);
+  if (!(pc.power_pass_budget > 0 && pc.power_pass_budget <= 60))
+    throw ConfigError(path + ": " + w + ".pass_budget must be > 0 and <= 60 seconds");
 }
 
 }  // namespace

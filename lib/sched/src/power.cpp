@@ -10,6 +10,7 @@
 // the maximum is above u or the minimum below l (Eq. 5.1/5.2), unless the
 // caller gives a measured/forecast draw (PowerView::draw_min/draw_max).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -74,6 +75,28 @@ struct Cluster {
   /// resize server marks them held by the job before the order commits; the
   /// job's node list grows only then): they draw as the job's nodes, [min, max].
   double reserved_lo = 0, reserved_hi = 0;
+
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  /// Seconds left of the pass's ILP budget (PolicyConfig::power_pass_budget).
+  double left() const {
+    double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return cfg.power_pass_budget - used;
+  }
+  /// solve_corridor within what is left of the pass's budget.
+  pw::IlpResult solve(pw::IlpInput in) const {
+    double l = left();
+    if (!(l > 0)) {
+      pw::IlpResult r;
+      r.status = pw::IlpStatus::timeout;
+      char b[96];
+      std::snprintf(b, sizeof b, "the pass's ILP budget (%.3g s, scheduler.power.pass_budget) is spent", cfg.power_pass_budget);
+      r.reason = b;
+      return r;
+    }
+    in.time_limit_s = std::min(in.time_limit_s, l);
+    in.moves_time_limit_s = std::min(in.moves_time_limit_s, l);
+    return pw::solve_corridor(in);
+  }
 
   Cluster(const Snapshot& s, const PolicyConfig& c, int idle_nodes, bool may_resize) : snap(s), cfg(c), idle(idle_nodes) {
     {
@@ -260,7 +283,7 @@ std::vector<int> plan_with_candidates(Cluster& c, const std::vector<int>& order,
   auto solve = [&](const std::vector<int>& idx, const std::vector<pw::IlpCandidate>& cds) -> bool {
     auto in = c.input();
     in.candidates = cds;
-    auto r = pw::solve_corridor(in);
+    auto r = c.solve(in);
     if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
       std::vector<const WaitingJob*> w;
       for (int i : idx) w.push_back(&s.waiting[i]);
@@ -442,7 +465,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
         bool fixed = !got.empty();
         for (int i : got) started[i] = 1;
         if (!fixed && c.resizable_any()) {
-          auto r = pw::solve_corridor(c.input());
+          auto r = c.solve(c.input());
           if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
             apply(c, r, pool, d, {});
             fixed = true;
@@ -486,7 +509,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
       if (!c.inside(dr)) d.notes.push_back(broken_words(c, dr) + "; no running job can be resized now");
       return d;
     }
-    auto r = pw::solve_corridor(c.input());
+    auto r = c.solve(c.input());
     if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible)
       apply(c, r, pool, d, {});
     else
@@ -515,7 +538,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
     bool fixed = !got.empty();
     for (int i : got) started[i] = 1;
     if (!fixed && c.resizable_any()) {  // the running jobs alone (the runtime's reconfiguration)
-      auto r = pw::solve_corridor(c.input());
+      auto r = c.solve(c.input());
       if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
         apply(c, r, pool, d, {});
         fixed = true;

@@ -76,6 +76,8 @@ TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
   CHECK(pro.policy.power_mode == dynres::sched::PowerMode::proactive);
   CHECK(pro.policy.power_forecast_interval == Approx(0.5));
   CHECK(pro.policy.power_forecast_window == 40);
+  CHECK(pro.policy.power_pass_budget == Approx(0.2));
+  CHECK(load_config(d.write("scheduler:\n  power:\n    pass_budget: 1.5\n")).policy.power_pass_budget == Approx(1.5));
   CHECK(load_config(d.write("scheduler:\n  power:\n    mode: reactive\n")).policy.power_mode ==
         dynres::sched::PowerMode::reactive);
   CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  power:\n    mode: predictive\n")),
@@ -122,6 +124,7 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"scheduler:\n  power:\n    mode: sometimes\n", {"scheduler.power.mode", "aware, runtime, proactive or reactive"}},
       {"scheduler:\n  power:\n    max_tries: 0\n", {"scheduler.power.max_tries"}},
       {"scheduler:\n  power:\n    ilp_time_limit: 0\n", {"scheduler.power.ilp_time_limit"}},
+      {"scheduler:\n  power:\n    pass_budget: 0\n", {"scheduler.power.pass_budget"}},
       {"scheduler:\n  power:\n    favour_malleable: maybe\n", {"scheduler.power.favour_malleable"}},
       {"scheduler:\n  power:\n    corridor: 5\n", {"unknown key", "scheduler.power.corridor"}},
   };

@@ -549,3 +549,20 @@ TEST_CASE("power: nodes reserved for a pending expansion draw as the job's", "[s
   REQUIRE(d.starts.size() == 1);
   CHECK(d.starts[0].nodes == std::vector<int>{4});
 }
+
+TEST_CASE("power: the pass's ILP budget bounds the solves", "[sched][power]") {
+  // the upper violation of the first case: corrected with the default
+  // budget, kept (and said why) when the budget is spent before any solve
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 6, 1, 10, 200));
+  s.running.push_back(malleable(s, 2, 6, 10, 1, 10, 100));
+  corridor(s, 800, 1400);
+  auto cfg = power_cfg();
+  CHECK(decide(s, cfg).shrinks.size() == 1);
+  cfg.power_pass_budget = 1e-12;
+  auto d = decide(s, cfg);
+  CHECK(d.shrinks.empty());
+  CHECK(d.expands.empty());
+  REQUIRE(d.notes.size() == 1);
+  CHECK(d.notes[0].find("pass_budget") != std::string::npos);
+}

@@ -258,6 +258,11 @@ struct PolicyConfig {
   int power_max_tries = 8;
   /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
   double power_ilp_time_limit = 0.05;
+  /// Wall-clock budget of all ILP solves of one pass, seconds: a solve gets
+  /// at most what is left, none once it is spent (the candidates not tried
+  /// wait for the next pass). Bounds a pass over many running jobs
+  /// (bench/sched/latency: 8 timed-out solves over 1,000 malleable jobs).
+  double power_pass_budget = 0.2;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
