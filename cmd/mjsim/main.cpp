@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -37,8 +38,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--power-mode", power_mode,
-                 "power policy: aware (Algorithm 4) | runtime (reconfigure running jobs only, never hold); "
-                 "default: --config's scheduler.power.mode, else aware");
+                 "power policy: aware (Algorithm 4 on the modelled draw) | runtime (reconfigure running jobs only, "
+                 "never hold) | proactive (Algorithm 4 on the forecast draw) | reactive (act on a measured violation "
+                 "only, never hold); default: --config's scheduler.power.mode, else aware");
+  app.add_option("--grace", o.grace, "seconds an episode outside the corridor may last without counting as a "
+                                     "violation (default 0, as pcorridor show --grace)")
+      ->check(CLI::Range(0.0, 1e9));
+  bool print_jobs = false;
+  app.add_flag("--print-jobs", print_jobs, "print the workload (jobs and corridor, after --time-scale) as TSV and exit "
+                                           "(bench/power/live.sh submits these jobs live)");
   app.add_option("--power-csv", power_csv, "write the draw and the corridor over time to this CSV file");
   app.add_option("--power-plot", power_plot, "write the draw against the corridor (PNG, gnuplot) to this file");
   app.add_option("-N,--nodes", nodes, "cluster size (default: esp 34, batches 32, SWF: the trace's MaxNodes)")
@@ -90,9 +98,9 @@ int main(int argc, char** argv) {
       throw std::runtime_error("--policy: unknown policy '" + policy + "' (fcfs|backfill|easy|fpsma|egs|minagree|perf|power)");
     o.policy.policy = *p;
     if (!power_mode.empty()) {
-      if (power_mode != "aware" && power_mode != "runtime")
-        throw std::runtime_error("--power-mode must be aware or runtime");
-      o.policy.power_runtime_only = power_mode == "runtime";
+      auto pm = dynres::sched::parse_power_mode(power_mode);
+      if (!pm) throw std::runtime_error("--power-mode must be aware, runtime, proactive or reactive");
+      o.policy.power_mode = *pm;
     }
     if (model != "amdahl" && model != "downey") throw std::runtime_error("--model must be amdahl or downey");
     if (!resize_model.empty() && resize_model != "stall" && resize_model != "overlap")
@@ -123,6 +131,20 @@ int main(int argc, char** argv) {
       jobs = dynres::sim::power_jobs(workload, fraction, seed);
       if (corridor.empty()) o.corridor = dynres::sim::power_default_corridor(workload);
       if (iw->count() == 0) o.idle_watts = dynres::sim::power_default_idle_watts(workload);
+      if (scale != 1) {  // the scaled clock, as for esp (bench/power/live.sh runs them live at this scale)
+        for (auto& j : jobs) {
+          j.submit *= scale;
+          j.runtime *= scale;
+          if (j.time_limit >= 0) j.time_limit = std::ceil(j.time_limit * scale);
+        }
+        if (corridor.empty())
+          for (auto& c : o.corridor) c.t *= scale;
+        o.grow_cost *= scale;
+        o.shrink_cost *= scale;
+        o.policy.grow_cost *= scale;
+        o.policy.min_remaining *= scale;
+        o.policy.min_resize_interval *= scale;
+      }
     } else {
       if (fraction > 0) throw std::runtime_error("--malleable-fraction applies to esp and batches, not to SWF traces");
       auto tr = dynres::sim::read_swf(workload, ppn, nodes);
@@ -135,8 +157,21 @@ int main(int argc, char** argv) {
     if (!corridor.empty()) o.corridor = dynres::sim::read_corridor(corridor);
     if ((!power_csv.empty() || !power_plot.empty()) && o.corridor.empty())
       throw std::runtime_error("--power-csv and --power-plot need a corridor (--corridor FILE or a power-* workload)");
-    if (scale != 1 && workload != "esp") throw std::runtime_error("--time-scale applies to the esp workload only");
+    if (scale != 1 && workload != "esp" && !dynres::sim::is_power_workload(workload))
+      throw std::runtime_error("--time-scale applies to the esp and power-* workloads only");
     dynres::sim::keep_first(jobs, first);
+    if (print_jobs) {  // id name submit kind req min max runtime serial time_limit min_power max_power
+      std::printf("# job\tid\tname\tsubmit_s\tkind\tnodes\tmin\tmax\truntime_s\tserial\ttime_limit_s\tmin_W\tmax_W\n");
+      for (auto& j : jobs)
+        std::printf("job\t%lld\t%s\t%.6g\t%s\t%d\t%d\t%d\t%.6g\t%.6g\t%.0f\t%.6g\t%.6g\n", static_cast<long long>(j.id),
+                    j.name.c_str(), j.submit, j.kind == dynres::sched::JobKind::malleable ? "malleable"
+                                              : j.kind == dynres::sched::JobKind::moldable ? "moldable" : "rigid",
+                    j.req_nodes, j.min_nodes, j.max_nodes, j.runtime, j.serial, j.time_limit, j.min_power, j.max_power);
+      std::printf("# corridor\ttime_s\tlower_W\tupper_W\n");
+      for (auto& c : o.corridor) std::printf("corridor\t%.6g\t%.6g\t%.6g\n", c.t, c.lower, c.upper);
+      std::printf("# nodes\t%d\tidle_watts\t%.6g\n", o.nodes, o.idle_watts);
+      return 0;
+    }
     o.keep_nodelists = !gantt.empty();
     if (notes) o.on_note = [](double t, const std::string& n) { std::fprintf(stderr, "mjsim: t = %.3f s: %s\n", t, n.c_str()); };
     if ((progress || ::isatty(2)) && !quiet)
@@ -149,7 +184,7 @@ int main(int argc, char** argv) {
     if (!power_csv.empty()) dynres::sim::write_power_csv(power_csv, r);
     if (!power_plot.empty())
       dynres::write_power_png(power_plot, r.power,
-                              "mjsim " + policy + (policy == "power" ? (o.policy.power_runtime_only ? " (runtime only)" : " (aware)") : "") +
+                              "mjsim " + policy + (policy == "power" ? std::string(" (") + dynres::sched::to_string(o.policy.power_mode) + ")" : std::string()) +
                                   ": " + workload + " — " + std::to_string(r.violations) + " violations");
     if (!gantt.empty()) {
       std::vector<std::string> order;
@@ -164,7 +199,8 @@ int main(int argc, char** argv) {
       j["malleable_fraction"] = fraction;
       j["seed"] = seed;
       if (r.power_tracked && o.policy.policy == dynres::sched::Policy::power)
-        j["power"]["mode"] = o.policy.power_runtime_only ? "runtime" : "aware";
+        j["power"]["mode"] = dynres::sched::to_string(o.policy.power_mode);
+      if (r.power_tracked) j["power"]["grace_s"] = o.grace;
       if (!note.empty()) j["note"] = note;
       std::cout << j.dump(2) << "\n";
     } else {
@@ -173,10 +209,10 @@ int main(int argc, char** argv) {
                   r.work, r.lower_bound, r.passes);
       if (r.never_started) std::printf("never started             %zu\n", r.never_started);
       if (r.power_tracked)
-        std::printf("corridor violations       %d (breaks seen by a pass: %d)\n"
+        std::printf("corridor violations       %d (breaks: %d; episodes within the grace: %d)\n"
                     "above / below corridor    %.0f / %.0f W s\n"
                     "draw while jobs ran       %.0f - %.0f W (modelled)\n",
-                    r.violations, r.breaks, r.above_ws, r.below_ws, r.min_draw, r.max_draw);
+                    r.violations, r.breaks, r.corrected, r.above_ws, r.below_ws, r.min_draw, r.max_draw);
       if (!note.empty()) std::cout << note << "\n";
     }
     return 0;

@@ -38,6 +38,13 @@ int main(int argc, char** argv) {
   auto* show = app.add_subcommand("show", "current corridor, modelled draw, headroom and guarantees (Eq. 5.4/5.5)");
   bool json_out = false;
   show->add_flag("--json", json_out, "print JSON");
+  std::string vsince_s, vuntil_s;
+  double grace = 0;
+  show->add_option("--since", vsince_s, "count violations from this time on (same forms as --at; default: all samples)");
+  show->add_option("--until", vuntil_s, "count violations up to this time (default: the last sample)");
+  show->add_option("--grace", grace, "seconds an episode outside the corridor may last without counting as a "
+                                     "violation (default 0, as mjsim --grace)")
+      ->check(CLI::Range(0.0, 1e9));
 
   auto* hist = app.add_subcommand("history", "corridors recorded");
   std::string since_s = "0";
@@ -102,7 +109,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*show) {
-      auto j = pw::show(st, model, now);
+      pw::ViolationWindow vw;
+      if (!vsince_s.empty()) vw.since = pw::parse_time(vsince_s, now);
+      if (!vuntil_s.empty()) vw.until = pw::parse_time(vuntil_s, now);
+      if (vw.until < vw.since) throw pw::InputError("--until is before --since");
+      vw.grace = grace;
+      auto j = pw::show(st, model, now, vw);
       if (json_out) std::cout << j.dump(2) << "\n";
       else std::cout << pw::show_text(j);
       return 0;

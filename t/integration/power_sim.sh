@@ -92,7 +92,7 @@ done <<EOF
 -w power-dynamic -p power --corridor $T_TMP/nan.cor|nan.cor:1: LOWER 'ten' is not a number
 -w power-dynamic -p power --corridor $T_TMP/empty.cor|no corridor change
 -w power-dynamic -p power --corridor $T_TMP/none.cor|cannot read the corridor file
--w power-mix -p power --power-mode sometimes|--power-mode must be aware or runtime
+-w power-mix -p power --power-mode sometimes|--power-mode must be aware, runtime, proactive or reactive
 -w esp -p easy --power-csv $T_TMP/x.csv|need a corridor
 EOF
 t_done

@@ -58,10 +58,19 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
 /// scheduler.power: parameters of the power policy (dynres.yaml(5)).
 void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.power";
-  check_keys(m, w, {"mode", "favour_malleable", "max_tries", "ilp_time_limit"}, path);
-  auto mode = get<std::string>(m, "mode", pc.power_runtime_only ? "runtime" : "aware", w, path);
-  if (mode != "aware" && mode != "runtime") throw ConfigError(path + ": " + w + ".mode must be aware or runtime");
-  pc.power_runtime_only = mode == "runtime";
+  check_keys(m, w,
+             {"mode", "favour_malleable", "max_tries", "ilp_time_limit", "pass_budget", "forecast_interval",
+              "forecast_window"},
+             path);
+  auto mode = sched::parse_power_mode(get<std::string>(m, "mode", sched::to_string(pc.power_mode), w, path));
+  if (!mode) throw ConfigError(path + ": " + w + ".mode must be aware, runtime, proactive or reactive");
+  pc.power_mode = *mode;
+  pc.power_forecast_interval = get<double>(m, "forecast_interval", pc.power_forecast_interval, w, path);
+  if (!(pc.power_forecast_interval >= 0.01 && pc.power_forecast_interval <= 3600))
+    throw ConfigError(path + ": " + w + ".forecast_interval must be between 0.01 and 3600 seconds");
+  pc.power_forecast_window = get<int>(m, "forecast_window", pc.power_forecast_window, w, path);
+  if (pc.power_forecast_window < 12 || pc.power_forecast_window > 1000)
+    throw ConfigError(path + ": " + w + ".forecast_window must be between 12 and 1000 points");
   pc.power_favour_malleable = get<bool>(m, "favour_malleable", pc.power_favour_malleable, w, path);
   pc.power_max_tries = get<int>(m, "max_tries", pc.power_max_tries, w, path);
   if (pc.power_max_tries < 1 || pc.power_max_tries > 64)
@@ -69,6 +78,9 @@ void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string&
   pc.power_ilp_time_limit = get<double>(m, "ilp_time_limit", pc.power_ilp_time_limit, w, path);
   if (!(pc.power_ilp_time_limit > 0 && pc.power_ilp_time_limit <= 10))
     throw ConfigError(path + ": " + w + ".ilp_time_limit must be > 0 and <= 10 seconds");
+  pc.power_pass_budget = get<double>(m, "pass_budget", pc.power_pass_budget, w, path);
+  if (!(pc.power_pass_budget > 0 && pc.power_pass_budget <= 60))
+    throw ConfigError(path + ": " + w + ".pass_budget must be > 0 and <= 60 seconds");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "dynres/paths.hpp"
 #include "dynres/forecast.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/violations.hpp"
 
 extern char** environ;
 
@@ -260,23 +261,37 @@ std::vector<std::pair<double, double>> sampled_totals(Db& db, double since) {
   return out;
 }
 
-Violations violations(Db& db, const std::vector<std::pair<double, double>>& totals) {
+Violations violations(Db& db, double since, double until, double grace) {
   Violations v;
-  bool outside = false;
-  for (size_t i = 0; i < totals.size(); ++i) {
-    auto [t, w] = totals[i];
-    auto c = corridor_at(db, t);
-    double dt = i + 1 < totals.size() ? totals[i + 1].first - t : 0;
-    bool out = false;
-    if (c && w > c->upper) out = true, v.above_ws += (w - c->upper) * dt;
-    if (c && w < c->lower) out = true, v.below_ws += (c->lower - w) * dt;
-    if (out && !outside) ++v.count;
-    outside = out;
+  if (!has_power_schema(db) || !(until >= since)) return v;
+  double from = since;
+  {  // the draw in force at `since`: the last sample at or before it
+    Stmt s(db, "SELECT MAX(time) FROM power_samples WHERE time <= ? AND source = 'modelled'");
+    s.bind(1, since);
+    if (s.step() && !s.is_null(0)) from = s.f64(0);
   }
+  std::vector<DrawPoint> draw;
+  for (auto& [t, w] : sampled_totals(db, from)) {
+    if (t > until) break;
+    draw.push_back({std::max(t, since), w});
+    if (t >= since) ++v.samples;
+  }
+  if (draw.empty()) return v;
+  std::vector<CorridorStep> corr;
+  if (auto c = corridor_at(db, since)) corr.push_back({since, c->lower, c->upper});
+  for (auto& c : corridor_history(db, since))
+    if (c.effective_time > since && c.effective_time <= until) corr.push_back({c.effective_time, c.lower, c.upper});
+  auto r = count_violations(draw, corr, std::min(until, draw.back().t), grace);
+  v.count = r.count;
+  v.breaks = r.breaks;
+  v.corrected = r.corrected;
+  v.above_ws = r.above_ws;
+  v.below_ws = r.below_ws;
+  v.outside_s = r.outside_s;
   return v;
 }
 
-json show(State& st, const PowerModel& m, double now) {
+json show(State& st, const PowerModel& m, double now, const ViolationWindow& vw) {
   json j;
   auto lim = cluster_limits(st, m);
   auto d = current_draw(st, m);
@@ -296,9 +311,11 @@ json show(State& st, const PowerModel& m, double now) {
   // sampled history: violations so far and the forecast (§5.1.4)
   auto hs = sampled_totals(st.db());
   {
-    auto v = violations(st.db(), hs);
-    j["violations"] = {{"count", v.count}, {"above_watt_seconds", v.above_ws}, {"below_watt_seconds", v.below_ws},
-                       {"samples", hs.size()}};
+    auto v = violations(st.db(), vw.since, vw.until, vw.grace);
+    j["violations"] = {{"count", v.count}, {"breaks", v.breaks}, {"corrected", v.corrected},
+                       {"above_watt_seconds", v.above_ws}, {"below_watt_seconds", v.below_ws},
+                       {"outside_seconds", v.outside_s}, {"samples", v.samples}, {"grace_s", vw.grace},
+                       {"since", vw.since}, {"until", vw.until < 1e299 ? json(vw.until) : json(nullptr)}};
   }
   j["forecast"] = nullptr;
   if (hs.size() >= 10) {
@@ -358,7 +375,10 @@ std::string show_text(const json& j) {
   {
     auto v = j["violations"];
     o << "violations: " << v["count"].get<int>() << " so far in " << v["samples"].get<size_t>() << " samples ("
-      << fw(v["above_watt_seconds"]) << "s above, " << fw(v["below_watt_seconds"]) << "s below)\n";
+      << fw(v["above_watt_seconds"]) << "s above, " << fw(v["below_watt_seconds"]) << "s below";
+    if (v["grace_s"].get<double>() > 0)
+      o << "; episodes up to " << v["grace_s"].get<double>() << " s not counted: " << v["corrected"].get<int>();
+    o << ")\n";
   }
   if (!j["corridor"].is_null()) {
     auto h = j["headroom"];

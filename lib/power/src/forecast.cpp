@@ -1,5 +1,6 @@
 // Forecasting (seed 000 §5.1.4): Holt-Winters, ARIMA, seasonal naive.
 #include "dynres/forecast.hpp"
+#include "dynres/violations.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -337,6 +338,30 @@ Forecast forecast_draw(const std::vector<double>& y, int season, int holdout, in
   f.min = *std::min_element(f.path.begin(), f.path.end());
   f.max = *std::max_element(f.path.begin(), f.path.end());
   return f;
+}
+
+std::optional<NextDraw> forecast_next(const std::vector<DrawPoint>& draw, double now, double interval, int window,
+                                      double horizon_s) {
+  if (draw.empty() || !(interval > 0) || window < 12 || !std::isfinite(now)) return std::nullopt;
+  const double t0 = now - (window - 1) * interval;
+  if (draw.front().t > t0) return std::nullopt;
+  std::vector<double> y;
+  y.reserve(window);
+  // the point in force at each resampling time (the last one at or before it)
+  size_t k = std::upper_bound(draw.begin(), draw.end(), t0, [](double t, const DrawPoint& p) { return t < p.t; }) -
+             draw.begin() - 1;
+  for (int i = 0; i < window; ++i) {
+    double t = t0 + i * interval;
+    while (k + 1 < draw.size() && draw[k + 1].t <= t) ++k;
+    y.push_back(draw[k].watts);
+  }
+  int horizon = std::max(1, static_cast<int>(std::ceil(horizon_s / interval - 1e-9)));
+  try {
+    auto f = forecast_draw(y, 1, std::max(2, window / 5), horizon);
+    return NextDraw{f.min, f.max, f.model, f.mape};
+  } catch (const ForecastError&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace dynres::power

@@ -155,8 +155,16 @@ PowerModel load_power_model(const std::string& path) {
   if (!p.IsMap()) throw std::runtime_error(path + ": power must be a mapping");
   for (auto kv : p) {
     auto k = kv.first.as<std::string>();
+    if (k == "record_samples") {
+      try {
+        m.record_samples = kv.second.as<bool>();
+      } catch (const YAML::Exception&) {
+        throw std::runtime_error(path + ": power.record_samples must be true or false");
+      }
+      continue;
+    }
     double* dst = k == "idle_watts" ? &m.idle_watts : k == "node_max_watts" ? &m.node_max_watts : nullptr;
-    if (!dst) throw std::runtime_error(path + ": unknown key power." + k + " (idle_watts, node_max_watts)");
+    if (!dst) throw std::runtime_error(path + ": unknown key power." + k + " (idle_watts, node_max_watts, record_samples)");
     try {
       *dst = kv.second.as<double>();
     } catch (const YAML::Exception&) {

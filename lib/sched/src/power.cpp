@@ -10,10 +10,12 @@
 // the maximum is above u or the minimum below l (Eq. 5.1/5.2), unless the
 // caller gives a measured/forecast draw (PowerView::draw_min/draw_max).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "detail.hpp"
 #include "dynres/power_ilp.hpp"
@@ -69,7 +71,47 @@ struct Cluster {
   std::vector<int> run;          ///< index into snap.running; -1 for a start of this pass
   int idle = 0;                  ///< idle up nodes not handed out yet
 
+  /// Watts of nodes reserved for a running job's pending expansion (the live
+  /// resize server marks them held by the job before the order commits; the
+  /// job's node list grows only then): they draw as the job's nodes, [min, max].
+  double reserved_lo = 0, reserved_hi = 0;
+
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  /// Seconds left of the pass's ILP budget (PolicyConfig::power_pass_budget).
+  double left() const {
+    double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return cfg.power_pass_budget - used;
+  }
+  /// solve_corridor within what is left of the pass's budget.
+  pw::IlpResult solve(pw::IlpInput in) const {
+    double l = left();
+    if (!(l > 0)) {
+      pw::IlpResult r;
+      r.status = pw::IlpStatus::timeout;
+      char b[96];
+      std::snprintf(b, sizeof b, "the pass's ILP budget (%.3g s, scheduler.power.pass_budget) is spent", cfg.power_pass_budget);
+      r.reason = b;
+      return r;
+    }
+    in.time_limit_s = std::min(in.time_limit_s, l);
+    in.moves_time_limit_s = std::min(in.moves_time_limit_s, l);
+    return pw::solve_corridor(in);
+  }
+
   Cluster(const Snapshot& s, const PolicyConfig& c, int idle_nodes, bool may_resize) : snap(s), cfg(c), idle(idle_nodes) {
+    {
+      std::unordered_map<int64_t, int> held;
+      for (const auto& n : s.nodes)
+        if (n.up && n.job != 0) ++held[n.job];
+      for (const auto& r : s.running) {
+        auto it = held.find(r.id);
+        int extra = it == held.end() ? 0 : it->second - static_cast<int>(r.nodes.size());
+        if (extra <= 0) continue;
+        auto [pmin, pmax] = per_node(r.min_power, r.max_power, s.power);
+        reserved_lo += extra * pmin;
+        reserved_hi += extra * pmax;
+      }
+    }
     for (int i = 0; i < static_cast<int>(s.running.size()); ++i) {
       const RunningJob& r = s.running[i];
       pw::IlpJob j;
@@ -101,20 +143,41 @@ struct Cluster {
   /// [pmin, pmax] per node taken from the idle ones.
   std::pair<double, double> draw(int extra = 0, double pmin = 0, double pmax = 0) const {
     const double i0 = snap.power.idle_watts;
-    double lo = (idle - extra) * i0 + extra * pmin, hi = (idle - extra) * i0 + extra * pmax;
+    double lo = (idle - extra) * i0 + extra * pmin + reserved_lo, hi = (idle - extra) * i0 + extra * pmax + reserved_hi;
     for (auto& j : jobs) lo += j.current * j.p_min, hi += j.current * j.p_max;
     return {lo, hi};
   }
   bool inside(std::pair<double, double> d) const {
     return d.second <= snap.power.upper + kEps && d.first >= snap.power.lower - kEps;
   }
-  /// The draw now: the caller's measurement/forecast when given, else the model.
+  /// The draw the broken test uses: the caller's forecast (proactive) or
+  /// measurement (reactive, runtime) when given, else the model; aware mode
+  /// plans on the model alone (PowerMode).
   std::pair<double, double> now() const {
     auto d = draw();
-    if (snap.power.draw_min >= 0) d.first = snap.power.draw_min;
-    if (snap.power.draw_max >= 0) d.second = snap.power.draw_max;
+    if (cfg.power_mode == PowerMode::aware) return d;
+    // what the cluster can draw at all: every node idle or at the lowest
+    // per-node draw of its job, every node at the highest (a forecast that
+    // extrapolates a step past these is clamped to them)
+    const double i0 = snap.power.idle_watts;
+    double floor = idle * i0 + reserved_lo, ceil = idle * std::max(i0, snap.power.node_max_watts) + reserved_hi;
+    for (auto& j : jobs) floor += j.current * std::min(j.p_min, i0), ceil += j.current * std::max({j.p_max, i0, snap.power.node_max_watts});
+    if (snap.power.draw_min >= 0) d.first = std::clamp(snap.power.draw_min, floor, ceil);
+    if (snap.power.draw_max >= 0) d.second = std::clamp(snap.power.draw_max, floor, ceil);
+    if (d.first > d.second) std::swap(d.first, d.second);
     return d;
   }
+  /// The broken test's draw (now()), and the offset of that draw from the
+  /// model kept for the ILP: Eq. 5.3 is then solved with the forecast or
+  /// measurement (§5.1.4) -- the corridor the ILP sees is moved by what the
+  /// model misses, so the modelled plan keeps the predicted draw inside.
+  std::pair<double, double> measure() {
+    auto d = now(), m = draw();
+    off_lo = d.first - m.first;
+    off_hi = d.second - m.second;
+    return d;
+  }
+  double off_lo = 0, off_hi = 0;
   bool resizable_any() const {
     for (auto& j : jobs)
       if (j.min_nodes != j.max_nodes) return true;
@@ -125,8 +188,8 @@ struct Cluster {
     in.running = jobs;
     in.nodes = nodes();
     in.idle_watts = snap.power.idle_watts;
-    in.lower = snap.power.lower;
-    in.upper = snap.power.upper;
+    in.lower = std::max(0.0, snap.power.lower - off_lo);
+    in.upper = snap.power.upper - off_hi;
     in.time_limit_s = cfg.power_ilp_time_limit > 0 ? cfg.power_ilp_time_limit : 0.05;
     in.fewest_moves = true;
     // phase 2 may use the whole budget: a plan that depends on the machine's
@@ -220,7 +283,7 @@ std::vector<int> plan_with_candidates(Cluster& c, const std::vector<int>& order,
   auto solve = [&](const std::vector<int>& idx, const std::vector<pw::IlpCandidate>& cds) -> bool {
     auto in = c.input();
     in.candidates = cds;
-    auto r = pw::solve_corridor(in);
+    auto r = c.solve(in);
     if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
       std::vector<const WaitingJob*> w;
       for (int i : idx) w.push_back(&s.waiting[i]);
@@ -382,7 +445,49 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
   const int W = static_cast<int>(snap.waiting.size());
   std::vector<char> started(W, 0);
 
-  if (!pv.known || cfg.power_runtime_only) {
+  if (pv.known && cfg.power_mode == PowerMode::reactive) {
+    // Reactive (PowerMode): only a measured violation is acted on, with the
+    // correction of Algorithm 4 lines 6-18; jobs then start as with backfill
+    // and are never held ahead of a violation.
+    Cluster c(snap, cfg, pool.avail(), !adapting);
+    auto dr = c.measure();
+    if (!c.inside(dr)) {
+      if (adapting) {
+        d.notes.push_back(broken_words(c, dr) + " (measured); waiting for a pending resize before re-planning");
+      } else {
+        std::vector<int> order;
+        for (int i = 0; i < W; ++i) order.push_back(i);
+        if (cfg.power_favour_malleable)
+          std::stable_partition(order.begin(), order.end(),
+                                [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
+        std::string why;
+        auto got = plan_with_candidates(c, order, false, pool, d, why);
+        bool fixed = !got.empty();
+        for (int i : got) started[i] = 1;
+        if (!fixed && c.resizable_any()) {
+          auto r = c.solve(c.input());
+          if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
+            apply(c, r, pool, d, {});
+            fixed = true;
+          } else {
+            why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
+          }
+        }
+        if (!fixed)
+          d.notes.push_back(broken_words(c, dr) + " (measured); the current allocation is kept" +
+                            (why.empty() ? "" : ": " + why));
+      }
+    }
+    // the rest start as with backfill on what is left, never held for power
+    Snapshot rest = snap;
+    rest.waiting.clear();
+    for (int i = 0; i < W; ++i)
+      if (!started[i]) rest.waiting.push_back(snap.waiting[i]);
+    start_phase(rest, cfg, Queue::backfill, SizeRule::requested, pool, d);
+    return d;
+  }
+
+  if (!pv.known || cfg.power_mode == PowerMode::runtime) {
     // Scenario 2 (and no corridor): start as the static backfill does,
     // malleable jobs at their --nodes; never held for power.
     start_phase(snap, cfg, Queue::backfill, SizeRule::requested, pool, d);
@@ -399,12 +504,12 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
       c.jobs.push_back(j);
       c.run.push_back(-1);
     }
-    auto dr = c.now();
+    auto dr = c.measure();
     if (c.inside(dr) || !c.resizable_any()) {
       if (!c.inside(dr)) d.notes.push_back(broken_words(c, dr) + "; no running job can be resized now");
       return d;
     }
-    auto r = pw::solve_corridor(c.input());
+    auto r = c.solve(c.input());
     if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible)
       apply(c, r, pool, d, {});
     else
@@ -414,7 +519,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
 
   // Algorithm 4 (scenario 3).
   Cluster c(snap, cfg, pool.avail(), !adapting);
-  auto dr = c.now();
+  auto dr = c.measure();
   if (!c.inside(dr)) {
     if (adapting) {  // line 4: no decision while an adaptation is pending
       d.notes.push_back(broken_words(c, dr) + "; waiting for a pending resize before re-planning");
@@ -433,7 +538,7 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
     bool fixed = !got.empty();
     for (int i : got) started[i] = 1;
     if (!fixed && c.resizable_any()) {  // the running jobs alone (the runtime's reconfiguration)
-      auto r = pw::solve_corridor(c.input());
+      auto r = c.solve(c.input());
       if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
         apply(c, r, pool, d, {});
         fixed = true;
@@ -484,3 +589,25 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
 }
 
 }  // namespace dynres::sched::detail
+
+namespace dynres::sched {
+
+std::optional<PowerMode> parse_power_mode(const std::string& s) {
+  if (s == "aware") return PowerMode::aware;
+  if (s == "runtime") return PowerMode::runtime;
+  if (s == "proactive") return PowerMode::proactive;
+  if (s == "reactive") return PowerMode::reactive;
+  return std::nullopt;
+}
+
+const char* to_string(PowerMode m) {
+  switch (m) {
+    case PowerMode::aware: return "aware";
+    case PowerMode::runtime: return "runtime";
+    case PowerMode::proactive: return "proactive";
+    case PowerMode::reactive: return "reactive";
+  }
+  return "aware";
+}
+
+}  // namespace dynres::sched

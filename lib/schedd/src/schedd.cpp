@@ -26,6 +26,7 @@
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
+#include "dynres/corridor.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
 
@@ -265,7 +266,18 @@ int Daemon::pass() {
   rz.annotate(snap, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);
-    power_->annotate(st, snap, now);
+    power_->annotate(st, snap, now, cfg.policy, cfg.tick);
+  } else if (power::has_power_schema(st.db())) {
+    // another policy with a corridor set and power.record_samples: only the
+    // modelled samples, so that pcorridor counts its violations as mjsim does
+    // (static backfill in bench/power/live.sh); the policy never reads snap.power
+    try {
+      if (!power_) power_ = std::make_unique<PowerView>(home);
+      if (power_->record_samples()) power_->annotate(st, snap, now, cfg.policy, cfg.tick);
+    } catch (const std::exception& e) {
+      if (!power_warned_) log(std::string("power samples not recorded: ") + e.what());
+      power_warned_ = true;
+    }
   }
   if (!blocked.empty()) {  // Dependency / DependencyNeverSatisfied / JobArrayTaskLimit, written only where it changed
     std::vector<std::pair<int64_t, std::string>> changed;

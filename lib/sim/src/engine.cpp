@@ -18,6 +18,8 @@
 
 #include "dynres/hostlist.hpp"
 #include "dynres/sim.hpp"
+#include "dynres/forecast.hpp"
+#include "dynres/violations.hpp"
 
 namespace dynres::sim {
 namespace {
@@ -107,8 +109,8 @@ class Engine {
   bool resized_since_pass_ = false;
   // power
   size_t next_corr_ = 0;           ///< next change in o_.corridor
-  int last_state_ = 0;             ///< state of the last positive-duration segment: 0 in, 1 above, -1 below
   bool draw_seen_ = false;
+  std::vector<power::DrawPoint> points_;  ///< the draw series (one point per instant) for the forecast
 };
 
 std::pair<double, double> Engine::job_power(const SimJob& s) const {
@@ -138,21 +140,9 @@ void Engine::set_corridor(size_t i) {
 void Engine::record(double t) {
   if (!r_.power_tracked || !snap_.power.known) return;
   PowerSample p{t, draw_now(), snap_.power.lower, snap_.power.upper};
-  auto state = [](const PowerSample& x) { return x.draw > x.upper + 1e-9 ? 1 : x.draw < x.lower - 1e-9 ? -1 : 0; };
   if (!r_.power.empty()) {
     const PowerSample& q = r_.power.back();
     if (q.draw == p.draw && q.lower == p.lower && q.upper == p.upper) return;  // sizes may differ: same draw
-    double dt = t - q.t;
-    if (dt > 0) {  // the previous point held for dt seconds
-      int st = state(q);
-      if (st > 0) r_.above_ws += (q.draw - q.upper) * dt;
-      if (st < 0) r_.below_ws += (q.lower - q.draw) * dt;
-      if (st != 0 && st != last_state_) ++r_.violations;
-      last_state_ = st;
-    }
-    if (state(p) != 0 && state(q) == 0) ++r_.breaks;
-  } else if (state(p) != 0) {
-    ++r_.breaks;
   }
   if (!snap_.running.empty()) {
     r_.max_draw = draw_seen_ ? std::max(r_.max_draw, p.draw) : p.draw;
@@ -160,6 +150,8 @@ void Engine::record(double t) {
     draw_seen_ = true;
   }
   r_.power.push_back(p);
+  if (!points_.empty() && points_.back().t == p.t) points_.back().watts = p.draw;
+  else points_.push_back({p.t, p.draw});
   std::vector<std::pair<int64_t, size_t>> sz;
   for (auto& r : snap_.running) sz.emplace_back(r.id, r.nodes.size());
   std::sort(sz.begin(), sz.end());
@@ -285,6 +277,18 @@ void Engine::pass(double t) {
     if (idle_ < min_need_) return;
   }
   if (malleable) refresh(t);
+  if (power && snap_.power.known) {  // what the mode plans on (sched::PowerMode)
+    snap_.power.draw_min = snap_.power.draw_max = -1;
+    if (o_.policy.power_mode == sched::PowerMode::reactive) {
+      snap_.power.draw_min = snap_.power.draw_max = draw_now();  // the measurement: the modelled draw now
+    } else if (o_.policy.power_mode == sched::PowerMode::proactive) {
+      double iv = o_.policy.power_forecast_interval;
+      if (auto f = power::forecast_next(points_, t, iv, o_.policy.power_forecast_window, o_.tick > 0 ? o_.tick : iv)) {
+        snap_.power.draw_min = f->min;
+        snap_.power.draw_max = f->max;
+      }
+    }
+  }
   ++r_.passes;
   sched::Decision d = sched::decide(snap_, o_.policy);
   if (o_.on_note)
@@ -376,6 +380,11 @@ void Engine::pass(double t) {
 
 SimResult Engine::run() {
   if (o_.nodes < 1) throw std::invalid_argument("the cluster needs at least one node");
+  // proactive power: passes also every forecast interval, as mjsched's tick
+  // re-plans on the updated forecast (a forecast alone is no event)
+  if (o_.policy.policy == sched::Policy::power && o_.policy.power_mode == sched::PowerMode::proactive &&
+      !o_.corridor.empty() && !(o_.tick > 0))
+    o_.tick = std::max(0.1, o_.policy.power_forecast_interval);
   std::stable_sort(specs_.begin(), specs_.end(), submitted_before);
   jobs_.resize(specs_.size());
   index_.reserve(specs_.size());
@@ -515,6 +524,21 @@ SimResult Engine::run() {
     record(t);  // also changes without a pass (an end, a corridor change)
   }
 
+  if (r_.power_tracked && !r_.power.empty()) {  // the one violation count (lib/power violations.hpp)
+    std::vector<power::DrawPoint> draw;
+    std::vector<power::CorridorStep> corr;
+    for (auto& p : r_.power) {
+      draw.push_back({p.t, p.draw});
+      if (corr.empty() || corr.back().lower != p.lower || corr.back().upper != p.upper)
+        corr.push_back({p.t, p.lower, p.upper});
+    }
+    auto v = power::count_violations(draw, corr, r_.power.back().t, o_.grace);
+    r_.violations = v.count;
+    r_.breaks = v.breaks;
+    r_.corrected = v.corrected;
+    r_.above_ws = v.above_ws;
+    r_.below_ws = v.below_ws;
+  }
   r_.never_started = snap_.waiting.size();
   r_.jobs.reserve(jobs_.size());
   for (auto& j : jobs_) {

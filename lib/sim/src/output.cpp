@@ -45,7 +45,7 @@ nlohmann::json to_json(const SimResult& r) {
   j["never_started"] = r.never_started;
   j["makespan_lower_bound_s"] = r.lower_bound;
   if (r.power_tracked) {
-    j["power"] = {{"violations", r.violations},   {"breaks", r.breaks},
+    j["power"] = {{"violations", r.violations},   {"breaks", r.breaks}, {"corrected", r.corrected},
                   {"above_ws", r.above_ws},       {"below_ws", r.below_ws},
                   {"max_draw_w", r.max_draw},     {"min_draw_w", r.min_draw},
                   {"samples", r.power.size()},    {"modelled", true}};

@@ -63,14 +63,27 @@ TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
   auto c = load_config(d.write("scheduler:\n  policy: power\n  power:\n    mode: runtime\n    favour_malleable: true\n"
                                "    max_tries: 3\n    ilp_time_limit: 0.5\n"));
   CHECK(c.policy.policy == sched::Policy::power);
-  CHECK(c.policy.power_runtime_only);
+  CHECK(c.policy.power_mode == dynres::sched::PowerMode::runtime);
   CHECK(c.policy.power_favour_malleable);
   CHECK(c.policy.power_max_tries == 3);
   CHECK(c.policy.power_ilp_time_limit == Approx(0.5));
   auto dflt = load_config(d.write("scheduler:\n  policy: power\n"));
-  CHECK_FALSE(dflt.policy.power_runtime_only);
+  CHECK(dflt.policy.power_mode == dynres::sched::PowerMode::aware);
   CHECK_FALSE(dflt.policy.power_favour_malleable);
   CHECK(dflt.policy.power_max_tries == 8);
+  auto pro = load_config(d.write("scheduler:\n  power:\n    mode: proactive\n    forecast_interval: 0.5\n"
+                                 "    forecast_window: 40\n"));
+  CHECK(pro.policy.power_mode == dynres::sched::PowerMode::proactive);
+  CHECK(pro.policy.power_forecast_interval == Approx(0.5));
+  CHECK(pro.policy.power_forecast_window == 40);
+  CHECK(pro.policy.power_pass_budget == Approx(0.2));
+  CHECK(load_config(d.write("scheduler:\n  power:\n    pass_budget: 1.5\n")).policy.power_pass_budget == Approx(1.5));
+  CHECK(load_config(d.write("scheduler:\n  power:\n    mode: reactive\n")).policy.power_mode ==
+        dynres::sched::PowerMode::reactive);
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  power:\n    mode: predictive\n")),
+                    Catch::Contains("mode must be aware, runtime, proactive or reactive"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  power:\n    forecast_window: 5\n")),
+                    Catch::Contains("forecast_window"));
 }
 
 TEST_CASE("config: scheduler.malleable.grow_at_start (default true)", "[config]") {
@@ -115,9 +128,10 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"launcher: [local]\n", {"launcher", "mapping"}},
       {"- a\n- b\n", {"top level", "mapping"}},
       {"scheduler:\n  policy: easy\n tick: 1\n", {"dynres.yaml"}},  // malformed YAML
-      {"scheduler:\n  power:\n    mode: sometimes\n", {"scheduler.power.mode", "aware or runtime"}},
+      {"scheduler:\n  power:\n    mode: sometimes\n", {"scheduler.power.mode", "aware, runtime, proactive or reactive"}},
       {"scheduler:\n  power:\n    max_tries: 0\n", {"scheduler.power.max_tries"}},
       {"scheduler:\n  power:\n    ilp_time_limit: 0\n", {"scheduler.power.ilp_time_limit"}},
+      {"scheduler:\n  power:\n    pass_budget: 0\n", {"scheduler.power.pass_budget"}},
       {"scheduler:\n  power:\n    favour_malleable: maybe\n", {"scheduler.power.favour_malleable"}},
       {"scheduler:\n  power:\n    corridor: 5\n", {"unknown key", "scheduler.power.corridor"}},
       {"scheduler:\n  malleable:\n    grow_at_start: maybe\n", {"scheduler.malleable.grow_at_start"}},

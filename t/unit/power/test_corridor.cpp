@@ -105,7 +105,7 @@ TEST_CASE("violations over sampled totals") {
   record_samples(st, 115, rs);
   auto tot = sampled_totals(st.db());
   REQUIRE(tot.size() == 5);
-  auto v = violations(st.db(), tot);
+  auto v = violations(st.db());
   CHECK(v.count == 2);
   CHECK(v.below_ws == Approx(8 * 2 + 8 * 1));
   CHECK(v.above_ws == Approx(100 * 1));

@@ -129,4 +129,9 @@ TEST_CASE("power: section of dynres.yaml") {
   t.put("c.yaml", "power:\n  idle_watts: -1\n");
   CHECK_THROWS_WITH(load_power_model((t.root / "c.yaml").string()), Catch::Contains("power.idle_watts must be >= 0"));
   CHECK(load_power_model((t.root / "missing.yaml").string()).idle_watts == 71);
+  CHECK_FALSE(m.record_samples);
+  t.put("d.yaml", "power:\n  record_samples: true\n");
+  CHECK(load_power_model((t.root / "d.yaml").string()).record_samples);
+  t.put("e.yaml", "power:\n  record_samples: often\n");
+  CHECK_THROWS_WITH(load_power_model((t.root / "e.yaml").string()), Catch::Contains("power.record_samples must be true or false"));
 }

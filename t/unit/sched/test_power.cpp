@@ -65,7 +65,7 @@ void corridor(Snapshot& s, double lower, double upper, double idle = 50) {
 PolicyConfig power_cfg(bool runtime_only = false) {
   PolicyConfig c;
   c.policy = Policy::power;
-  c.power_runtime_only = runtime_only;
+  c.power_mode = runtime_only ? PowerMode::runtime : PowerMode::aware;
   return c;
 }
 
@@ -437,4 +437,132 @@ TEST_CASE("power: favour_malleable tries malleable waiting jobs first", "[sched]
   CHECK(d.starts[0].job == 3);
   CHECK(d.starts[0].nodes.size() == 7);
   CHECK(hold_of(d, 2) == "Resources");
+}
+
+// ---- the modes (scheduler.power.mode; seed 000 §5.1.4: proactive plans on
+// the forecast, reactive acts on measured violations only) ------------------
+
+namespace {
+PolicyConfig mode_cfg(PowerMode m) {
+  PolicyConfig c = power_cfg();
+  c.power_mode = m;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("power modes: the names parse and print", "[sched][power][mode]") {
+  for (auto m : {PowerMode::aware, PowerMode::runtime, PowerMode::proactive, PowerMode::reactive})
+    CHECK(parse_power_mode(to_string(m)) == m);
+  CHECK_FALSE(parse_power_mode("Proactive"));
+  CHECK_FALSE(parse_power_mode(""));
+}
+
+TEST_CASE("power modes: proactive acts on the forecast, aware on the model", "[sched][power][mode]") {
+  // A (malleable, 4 x 200 W) + 6 idle x 50 W = 1100 W in [500, 1200]: the
+  // model says inside. The forecast of the next interval says 1400 W (above).
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 4, 1, 10, 200));
+  corridor(s, 500, 1200);
+  s.power.draw_min = 1350;
+  s.power.draw_max = 1400;
+  auto aware = decide(s, mode_cfg(PowerMode::aware));
+  CHECK(aware.shrinks.empty());  // the model is inside: nothing to correct
+  CHECK(aware.expands.empty());
+  CHECK(aware.notes.empty());
+  // proactive: broken by the forecast; Eq. 5.3 is solved with the forecast's
+  // excess over the model (300 W) taken off the upper bound: 500 + 150 k <=
+  // 900 -> A keeps 2 nodes
+  auto pro = decide(s, mode_cfg(PowerMode::proactive));
+  REQUIRE(pro.shrinks.size() == 1);
+  CHECK(pro.shrinks[0].job == 1);
+  CHECK(pro.shrinks[0].nodes == std::vector<int>{2, 3});
+  // runtime mode plans on a given draw too (a measurement)
+  auto rt = decide(s, mode_cfg(PowerMode::runtime));
+  REQUIRE(rt.shrinks.size() == 1);
+  // no forecast given: proactive plans on the model, as aware does
+  s.power.draw_min = s.power.draw_max = -1;
+  auto pro2 = decide(s, mode_cfg(PowerMode::proactive));
+  CHECK(pro2.shrinks.size() == aware.shrinks.size());
+  CHECK(pro2.expands.size() == aware.expands.size());
+}
+
+TEST_CASE("power modes: reactive never holds a start ahead of a violation", "[sched][power][mode]") {
+  // Rigid R: 2 x 200 W + 8 idle x 50 W = 800 W in [500, 1000]; W (4 x 250 W)
+  // would make 1600 W: aware holds it, reactive starts it (no violation was
+  // measured yet).
+  auto s = cluster(10, 1000);
+  s.running.push_back(rigid(s, 1, 0, 2, 200));
+  s.waiting.push_back(waiting(2, JobKind::rigid, 4, 4, 4, 250));
+  corridor(s, 500, 1000);
+  auto aware = decide(s, mode_cfg(PowerMode::aware));
+  CHECK(aware.starts.empty());
+  CHECK(hold_of(aware, 2) == "PowerCorridor");
+  auto pro = decide(s, mode_cfg(PowerMode::proactive));
+  CHECK(pro.starts.empty());  // proactive holds ahead as aware does
+  s.power.draw_min = s.power.draw_max = 800;  // the measurement
+  auto re = decide(s, mode_cfg(PowerMode::reactive));
+  REQUIRE(re.starts.size() == 1);
+  CHECK(re.starts[0].job == 2);
+  for (auto& h : re.holds) CHECK(h.second != "PowerCorridor");
+}
+
+TEST_CASE("power modes: reactive acts on the measured draw, not on the model", "[sched][power][mode]") {
+  // A (malleable, 8 x 200 W) + 2 idle x 50 W = 1700 W > 1200 W by the model.
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 8, 1, 10, 200));
+  corridor(s, 500, 1200);
+  // the measurement says inside (e.g. the jobs draw less than their hints):
+  // reactive does nothing; aware (the model) shrinks A
+  s.power.draw_min = s.power.draw_max = 1100;
+  auto re = decide(s, mode_cfg(PowerMode::reactive));
+  CHECK(re.shrinks.empty());
+  CHECK(re.expands.empty());
+  auto aware = decide(s, mode_cfg(PowerMode::aware));
+  REQUIRE(aware.shrinks.size() == 1);
+  // measured outside: reactive corrects with the ILP, as aware does: the
+  // fewest idle nodes within [500, 1200] W: 500 + 150 k <= 1200 -> A on 4
+  // nodes = 1100 W
+  s.power.draw_min = s.power.draw_max = 1700;
+  re = decide(s, mode_cfg(PowerMode::reactive));
+  REQUIRE(re.shrinks.size() == 1);
+  CHECK(re.shrinks[0].job == 1);
+  CHECK(re.shrinks[0].nodes.size() == aware.shrinks[0].nodes.size());
+}
+
+TEST_CASE("power: nodes reserved for a pending expansion draw as the job's", "[sched][power]") {
+  // Job 1 (malleable, 150 W/node) holds nodes 0-1 and has nodes 2-3 reserved
+  // for an expand order not committed yet (the live resize server marks them
+  // held by the job); 6 idle x 50 W. Draw: 300 + 300 + 300 = 900 W in [0,
+  // 1000]. W (1 node x 200 W) would make 1050 W: held. Counting the reserved
+  // nodes as nothing (600 W) would start it and break the corridor at commit.
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 2, 1, 10, 150));
+  s.nodes[2].job = s.nodes[3].job = 1;
+  s.running[0].adapting = true;
+  s.waiting.push_back(waiting(2, JobKind::rigid, 1, 1, 1, 200));
+  corridor(s, 0, 1000);
+  auto d = decide(s, power_cfg());
+  CHECK(d.starts.empty());
+  CHECK(hold_of(d, 2) == "PowerCorridor");
+  s.waiting[0].min_power = s.waiting[0].max_power = 140;  // 990 W: starts, not on a reserved node
+  d = decide(s, power_cfg());
+  REQUIRE(d.starts.size() == 1);
+  CHECK(d.starts[0].nodes == std::vector<int>{4});
+}
+
+TEST_CASE("power: the pass's ILP budget bounds the solves", "[sched][power]") {
+  // the upper violation of the first case: corrected with the default
+  // budget, kept (and said why) when the budget is spent before any solve
+  auto s = cluster(10, 1000);
+  s.running.push_back(malleable(s, 1, 0, 6, 1, 10, 200));
+  s.running.push_back(malleable(s, 2, 6, 10, 1, 10, 100));
+  corridor(s, 800, 1400);
+  auto cfg = power_cfg();
+  CHECK(decide(s, cfg).shrinks.size() == 1);
+  cfg.power_pass_budget = 1e-12;
+  auto d = decide(s, cfg);
+  CHECK(d.shrinks.empty());
+  CHECK(d.expands.empty());
+  REQUIRE(d.notes.size() == 1);
+  CHECK(d.notes[0].find("pass_budget") != std::string::npos);
 }

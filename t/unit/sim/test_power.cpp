@@ -78,7 +78,7 @@ TEST_CASE("power: the power policy corrects the §9.2.3 corridor changes at once
   o.idle_watts = power_default_idle_watts("power-dynamic");
   o.corridor = power_default_corridor("power-dynamic");
   o.policy.policy = sched::Policy::power;
-  o.policy.power_runtime_only = true;
+  o.policy.power_mode = dynres::sched::PowerMode::runtime;
   auto r = simulate(power_jobs("power-dynamic", 1, 1), o);
   CHECK(r.violations == 0);
   CHECK(r.breaks >= 3);  // each raise of the lower bound, corrected by the pass of that instant
@@ -108,4 +108,36 @@ TEST_CASE("power: corridor files") {
   }
   REQUIRE_THROWS_WITH(read_corridor(d.path.string() + "/missing"), Contains("cannot read"));
   REQUIRE_THROWS_WITH(power_jobs("power-none", 1, 1), Contains("unknown power workload"));
+}
+
+TEST_CASE("power: mjsim passes the mode's draw to the policy (reactive, proactive)") {
+  // 4 nodes at 10 W idle, corridor [0, 450] W. Job 1 (1 node x 100 W) runs;
+  // job 2 (2 nodes x 200 W) would make 100 + 400 + 10 = 510 W: aware and
+  // proactive (the model; the forecast of the steady draw agrees) hold it
+  // until job 1 ends, reactive starts it at once (never held ahead of a
+  // violation) and then sees the measured break (positive duration: job 2
+  // is rigid, nothing can be resized).
+  SimOptions o;
+  o.nodes = 4;
+  o.idle_watts = 10;
+  o.corridor = {{0, 0, 450}};
+  o.policy.policy = sched::Policy::power;
+  std::vector<SimJob> jobs{rigid(1, 0, 1, 100, 100), rigid(2, 50, 2, 100, 200)};
+  auto start_of = [](const SimResult& r, int64_t id) {
+    for (auto& j : r.jobs)
+      if (j.id == id) return j.start_time.value_or(-1);
+    return -1.0;
+  };
+  o.policy.power_mode = dynres::sched::PowerMode::aware;
+  auto aware = simulate(jobs, o);
+  CHECK(start_of(aware, 2) == Approx(100));
+  CHECK(aware.violations == 0);
+  o.policy.power_mode = dynres::sched::PowerMode::proactive;
+  auto pro = simulate(jobs, o);
+  CHECK(start_of(pro, 2) == Approx(100));
+  o.policy.power_mode = dynres::sched::PowerMode::reactive;
+  auto re = simulate(jobs, o);
+  CHECK(start_of(re, 2) == Approx(50));
+  CHECK(re.violations == 1);
+  CHECK(re.above_ws == Approx((510 - 450) * 50.0));  // then 420 W: inside
 }

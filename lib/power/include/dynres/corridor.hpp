@@ -102,18 +102,31 @@ IlpInput ilp_input(const DrawNow& d, const Limits& lim, const PowerModel& m, dou
 
 /// Total modelled draw per sample time since `since` (watts), in time order.
 std::vector<std::pair<double, double>> sampled_totals(Db& db, double since = 0);
-/// Corridor violations over sampled totals: count = times the draw left the
-/// corridor in force at that sample; watt-seconds above / below the bounds,
-/// each sample's excess held until the next sample.
+/// Corridor violations of a live run: power::count_violations
+/// (violations.hpp, the very function mjsim applies to its series) over the
+/// sampled modelled totals and the corridor history within [since, until]:
+/// the draw in force at `since` (the last sample before it) holds from
+/// `since`; the series ends at the last sample (or at `until` when that is
+/// earlier). count = episodes of positive duration longer than `grace`
+/// seconds with the draw outside the corridor; breaks, corrected, and the
+/// watt-seconds above / below the bounds as count_violations. The samples
+/// are event-driven (mjsched records one at every allocation change and
+/// corridor change, plus one a second), so the series has the shape of
+/// mjsim's.
 struct Violations {
-  int count = 0;
-  double above_ws = 0, below_ws = 0;
+  int count = 0, breaks = 0, corrected = 0;
+  double above_ws = 0, below_ws = 0, outside_s = 0;
+  size_t samples = 0;  ///< samples within the window
 };
-Violations violations(Db& db, const std::vector<std::pair<double, double>>& totals);
+Violations violations(Db& db, double since = 0, double until = 1e300, double grace = 0);
+/// Window and grace of the violation figures in show().
+struct ViolationWindow {
+  double since = 0, until = 1e300, grace = 0;
+};
 
 /// `pcorridor show` as JSON (also violations so far and, with >= 10 samples,
 /// the forecast min/max draw of the next 5 samples, §5.1.4) (corridor, next change, draw, headroom, guarantees).
-nlohmann::json show(State& st, const PowerModel& m, double now);
+nlohmann::json show(State& st, const PowerModel& m, double now, const ViolationWindow& vw = {});
 /// Render show()'s JSON as text for an administrator.
 std::string show_text(const nlohmann::json& j);
 

@@ -5,9 +5,12 @@
 // Series values are watts at equally spaced samples; horizons count samples.
 // Pure functions, no I/O.
 #pragma once
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "dynres/violations.hpp"
 
 namespace dynres::power {
 
@@ -87,5 +90,21 @@ struct Forecast {
 /// for a series too short (< 2 * season + holdout + 4 points), holdout < 2 or
 /// horizon < 1.
 Forecast forecast_draw(const std::vector<double>& y, int season, int holdout, int horizon);
+
+/// Proactive mode (seed 000 §5.1.4; the power policy's PowerMode::proactive):
+/// the min/max draw forecast for the next `horizon_s` seconds from the
+/// step series `draw` (violations.hpp DrawPoint: each point holds until the
+/// next), resampled every `interval` s at the `window` times ending at `now`
+/// (window >= 12, no seasonality, the last fifth held out for the rolling
+/// one-step evaluation; horizon ceil(horizon_s / interval) samples, >= 1).
+/// nullopt while the series does not reach back to the first of those times,
+/// or when no model can be fitted. mjsched and mjsim both call it.
+struct NextDraw {
+  double min = 0, max = 0;
+  std::string model;
+  double mape = 0;
+};
+std::optional<NextDraw> forecast_next(const std::vector<DrawPoint>& draw, double now, double interval, int window,
+                                      double horizon_s);
 
 }  // namespace dynres::power

@@ -64,10 +64,15 @@ RaplPower rapl_power(const RaplSnapshot& a, const RaplSnapshot& b);
 struct PowerModel {
   double idle_watts = 71;       ///< power.idle_watts: an idle node (§9.2.4: 71 W)
   double node_max_watts = 250;  ///< power.node_max_watts: most a busy node draws (§9.2.4: heat, 250 W)
+  /// power.record_samples: mjsched records the modelled samples under every
+  /// policy while a corridor is in force (the power policy always does), so
+  /// that pcorridor counts a static backfill run's violations as mjsim does.
+  bool record_samples = false;
 };
 /// Read the `power:` section of dynres.yaml (missing file or keys: defaults).
 /// Throws std::runtime_error naming the file and key for a non-number, a
-/// negative value, or idle_watts > node_max_watts; unknown keys are refused.
+/// negative value, a record_samples that is not a boolean, or idle_watts >
+/// node_max_watts; unknown keys are refused.
 PowerModel load_power_model(const std::string& yaml_path);
 
 /// The per-node draw of a job and where it came from.

@@ -91,6 +91,29 @@ struct RunningJob {
   double min_power = -1, max_power = -1;
 };
 
+/// What the power policy plans on (seed 000 §5.1.4 and §9.2.4):
+///   aware      Algorithm 4 on the modelled draw (per-job hints x nodes,
+///              idle nodes): the ILP also starts waiting jobs, a start that
+///              would break the corridor is held (the seed's power-aware
+///              scheduler, scenario 3; the default). PowerView::draw_min/max
+///              are ignored.
+///   runtime    scenario 2: jobs start as with backfill and are never held;
+///              only running jobs are reconfigured when the corridor is
+///              broken (modelled draw, or draw_min/max when given).
+///   proactive  Algorithm 4 with the broken test on the forecast: the caller
+///              puts the forecast min/max draw over the next scheduling
+///              interval in draw_min/draw_max (the model where none is given);
+///              starts are held as in aware.
+///   reactive   acts only on a measured violation: the caller puts the last
+///              measured total in draw_min = draw_max (the model where none
+///              is given); when it is outside, Algorithm 4 lines 6-18 (the
+///              ILP with waiting jobs, else the running jobs alone); jobs
+///              start as with backfill and are never held for power.
+enum class PowerMode { aware, runtime, proactive, reactive };
+/// "aware|runtime|proactive|reactive" (exact), else nullopt.
+std::optional<PowerMode> parse_power_mode(const std::string& s);
+const char* to_string(PowerMode m);
+
 /// The power corridor and power model of the cluster (seed 000 Ch. 5), read
 /// only by the power policy; the defaults (known = false) leave every other
 /// policy, and the power policy's corridor checks, unaffected.
@@ -229,10 +252,15 @@ struct PolicyConfig {
   /// grows about linearly with the node count: n * threshold / MTCT).
   double mtct_threshold = 4.0;
   // ---- power (seed 000 Algorithm 4, Eq. 5.3; dynres.yaml scheduler.power) -
-  /// Scenario 2 of seed 000 §9.2.4: start jobs as the static backfill does
-  /// (never held for power) and only reconfigure running malleable jobs when
-  /// the corridor is broken. false: Algorithm 4 (scenario 3).
-  bool power_runtime_only = false;
+  /// What the power policy plans on (dynres.yaml scheduler.power.mode;
+  /// seed 000 §5.1.4, §9.2.4): see PowerMode.
+  PowerMode power_mode = PowerMode::aware;
+  /// Proactive mode (scheduler.power.forecast_*): seconds between the
+  /// equally spaced points the forecast is fitted on and how many of them
+  /// (the callers, mjsched and mjsim, resample the modelled series; the
+  /// horizon is the next scheduling interval). Read by the callers only.
+  double power_forecast_interval = 1.0;
+  int power_forecast_window = 30;
   /// Algorithm 4 line 7-8: try malleable waiting jobs before the others
   /// (each group in priority order) when the corridor is broken.
   bool power_favour_malleable = false;
@@ -240,6 +268,11 @@ struct PolicyConfig {
   int power_max_tries = 8;
   /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
   double power_ilp_time_limit = 0.05;
+  /// Wall-clock budget of all ILP solves of one pass, seconds: a solve gets
+  /// at most what is left, none once it is spent (the candidates not tried
+  /// wait for the next pass). Bounds a pass over many running jobs
+  /// (bench/sched/latency: 8 timed-out solves over 1,000 malleable jobs).
+  double power_pass_budget = 0.2;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
@@ -318,11 +351,12 @@ struct PolicyConfig {
 ///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
 ///              min_power/max_power (W per node; unknown: the midpoint of
 ///              [idle_watts, node_max_watts]). Draw = sum n x [min, max] + idle x
-///              idle_watts (or PowerView::draw_min/max); broken when above
+///              idle_watts (or PowerView::draw_min/max in the proactive and
+///              reactive modes, see PowerMode); broken when above
 ///              upper or below lower. Resizable jobs (the common rule) get
 ///              k_i in their admissible [min, max], the others stay fixed.
 ///              No corridor (power.known false): start as backfill, nothing
-///              else. power_runtime_only (§9.2.4 scenario 2): start as
+///              else. power_mode runtime (§9.2.4 scenario 2): start as
 ///              backfill (malleable at their --nodes, never held for power);
 ///              if the corridor is broken and no job adapts, the ILP
 ///              redistributes the running jobs (this pass's starts fixed).

@@ -77,6 +77,7 @@ struct Daemon {
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
   std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol (issue 8)
   std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples (seed 000 Ch. 5)
+  bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   State& state();
   ResizeServer& resizer();

@@ -104,6 +104,10 @@ struct SimOptions {
   std::vector<CorridorChange> corridor;
   double idle_watts = 71;               ///< draw of an idle node, watts (seed 000 §9.2.4)
   double node_max_watts = 250;          ///< draw per node of a job without power hints, watts
+  /// Violation grace, seconds: an episode outside the corridor counts as a
+  /// violation only when longer (power::count_violations; 0: any positive
+  /// duration). The same rule as pcorridor show --grace.
+  double grace = 0;
   /// Called with each note of a Decision (the power policy's reasons), if set.
   std::function<void(double now, const std::string& note)> on_note;
   /// Called about every 2 % of the jobs finished (progress of long runs).
@@ -133,11 +137,15 @@ struct SimResult {
   /// Per point of `power`: the running jobs' sizes, "id:nodes" separated by
   /// blanks, in id order.
   std::vector<std::string> power_jobs;
-  /// Violations: episodes of positive duration with the draw outside the
-  /// corridor (a new episode starts when the draw leaves it, or crosses from
-  /// above to below); breaks: points outside the corridor whose predecessor
-  /// was inside (including those corrected at the same instant).
-  int violations = 0, breaks = 0;
+  /// Violations, breaks and watt-seconds as power::count_violations
+  /// (lib/power violations.hpp, the same function pcorridor(1) applies to a
+  /// live run's samples) over `power` up to its last point: violations =
+  /// episodes of positive duration longer than SimOptions::grace with the
+  /// draw outside the corridor (a new one starts when the draw leaves it, or
+  /// crosses from above to below); breaks = points that take the draw
+  /// outside (also those corrected at the same instant); corrected =
+  /// episodes of positive duration within the grace.
+  int violations = 0, breaks = 0, corrected = 0;
   double above_ws = 0, below_ws = 0;    ///< watt-seconds above the upper / below the lower bound
   double max_draw = 0, min_draw = 0;    ///< extremes of the draw while jobs ran, watts
 };
