@@ -74,6 +74,9 @@ _t_cleanup() {
   trap - EXIT INT TERM HUP
   # the watchdog's sleep too: it holds our stdout, which ctest waits on
   [[ -n $T_WATCHDOG ]] && _t_kill_tree "$T_WATCHDOG"
+  # a t_run command the watchdog (or a signal) interrupted
+  # (reaped quietly: no "Killed" job notice from bash)
+  [[ -n $T_FG_PID ]] && { _t_kill_tree "$T_FG_PID"; wait "$T_FG_PID"; } 2>/dev/null
   local p d
   for p in "${T_PIDS[@]}"; do _t_kill_tree "$p"; done
   if ((rc != 0 || T_FAILS != 0)); then
@@ -110,7 +113,19 @@ t_begin() {
   trap _t_cleanup EXIT
   trap 'echo "[$T_NAME] interrupted" >&2; exit 1' INT HUP
   trap 'echo "[$T_NAME] FAIL: time bound of '"$bound"' s exceeded" >&2; T_FAILS=$((T_FAILS + 1)); exit 1' TERM
-  (sleep "$bound" && kill -TERM $$ 2>/dev/null) &
+  # The TERM trap runs at once while the test waits in t_run/t_run_stdin
+  # (_t_wait_fg) or between commands; a trap is deferred while any other
+  # foreground command runs, so when the test has not ended 5 s after the
+  # TERM, the watchdog kills the test shell's other children (that command,
+  # anything not yet reaped) and the trap and cleanup run. The cleanup kills
+  # the watchdog first, so it never touches the cleanup's own commands.
+  (
+    sleep "$bound" && kill -TERM $$ 2>/dev/null || exit 0
+    sleep 5
+    pid_alive $$ || exit 0
+    echo "[$T_NAME] watchdog: a foreground command holds the time-bound trap back; killing the test's child processes" >&2
+    for c in $(pgrep -P $$ 2>/dev/null); do [[ $c != "$BASHPID" ]] && _t_kill_tree "$c"; done
+  ) &
   T_WATCHDOG=$!
   disown "$T_WATCHDOG"
   t_log "temporary directory $T_TMP"
@@ -228,11 +243,32 @@ assert_file_content() {  # FILE EXPECTED WHAT
   assert_eq "$2" "$(cat "$1")" "$3"
 }
 
+# _t_wait_fg IN OUT ERR CMD... — run CMD with stdin, stdout and stderr
+# from/to those files like a foreground command, but as a child the shell
+# `wait`s for: bash defers a trap while a foreground command runs, and `wait`
+# is interrupted by it, so the watchdog's TERM ends the test at its bound
+# instead of when CMD ends. SIGINT/SIGQUIT are reset to what the shell
+# inherited (bash ignores them in `&` children); CMD may be a function (it
+# runs in a subshell: variables it sets do not reach the caller). Only CMD is
+# redirected, not the traps that interrupt it. Returns CMD's exit code;
+# cleanup kills CMD's process tree if the test ends first.
+T_FG_PID=""
+_t_wait_fg() {
+  local in=$1 out=$2 err=$3
+  shift 3
+  ( trap - INT QUIT; "$@" ) <"$in" >"$out" 2>"$err" &
+  T_FG_PID=$!
+  wait "$T_FG_PID"
+  local rc=$?
+  T_FG_PID=""
+  return "$rc"
+}
+
 # t_run CMD... — run CMD, keeping its exit code in T_RC, its stdout in T_OUT
-# and its stderr in T_ERR (never fails itself).
+# and its stderr in T_ERR (never fails itself). Interruptible by the watchdog.
 T_RC=0 T_OUT="" T_ERR=""
 t_run() {
-  "$@" >"$T_TMP/.out" 2>"$T_TMP/.err" </dev/null
+  _t_wait_fg /dev/null "$T_TMP/.out" "$T_TMP/.err" "$@"
   T_RC=$?
   T_OUT=$(cat "$T_TMP/.out")
   T_ERR=$(cat "$T_TMP/.err")
@@ -241,7 +277,7 @@ t_run() {
 t_run_stdin() {
   local in=$1
   shift
-  "$@" >"$T_TMP/.out" 2>"$T_TMP/.err" <"$in"
+  _t_wait_fg "$in" "$T_TMP/.out" "$T_TMP/.err" "$@"
   T_RC=$?
   T_OUT=$(cat "$T_TMP/.out")
   T_ERR=$(cat "$T_TMP/.err")

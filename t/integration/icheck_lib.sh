@@ -57,6 +57,9 @@ if command -v mpiexec >/dev/null && command -v ictest_mpi >/dev/null; then
   $T mpiexec -n 2 ictest_mpi mpiapp 50000 40 5 --config "$W/two.yaml" --async >"$W/mpi.2" || fail "mpi second half"
   grep -q "RESTORED 20 4" "$W/mpi.2" || fail "mpi restore: $(cat $W/mpi.2)"
   [ "$(result $W/mpi.2)" = "$(result $W/mref.out)" ] || fail "mpi result differs"
+  # No second-level wait ended by its timeout: agent 1's part of a version
+  # agent 0 skipped must be answered at once (a finalize hung ~60 s on it).
+  ! grep -h 'timeout:' "$W/m0.log" "$W/m1.log" || fail "an agent waited for a timeout (see above)"
   echo "ok mpi"
 fi
 echo PASS

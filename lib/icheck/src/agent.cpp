@@ -593,7 +593,25 @@ class Agent {
     // them so that a slow file system never pins one buffer set per commit.
     std::erase_if(pfs_queue_, [v](const PfsJob& j) { return j.v < v; });
     pfs_queue_.push_back({v, std::move(pieces)});
+    own_newest_ = std::max(own_newest_, v);
     pfs_cv_.notify_all();
+    pfs_done_cv_.notify_all();  // a peer's part of a version skipped here waits in wait_manifest
+  }
+
+  /// Agent 0: why the manifest of v can no longer be written by this agent
+  /// ("" while it still can): its own part of v was skipped (a newer version
+  /// was queued before the writer took up v, see queue_part) or failed.
+  /// A peer's part of such a version must be answered at once: the peer's
+  /// single second-level writer blocks on the answer, and its part of the
+  /// newer version this agent needs next is queued behind it (a wait cycle
+  /// that only the 60 s timeout of "part" broke). Caller holds mu_.
+  std::string own_part_lost(uint64_t v) const {
+    if (auto d = done_.find(v); d != done_.end() && !d->second.empty())
+      return "io: agent 0's part of v" + std::to_string(v) + " failed: " + d->second;
+    if (own_newest_ <= v || own_started_.count(v)) return "";
+    for (const auto& j : pfs_queue_)
+      if (j.v == v) return "";
+    return "superseded: agent 0 skipped v" + std::to_string(v) + " for the newer v" + std::to_string(own_newest_);
   }
 
   /// Write the newest current version to the second level now; with
@@ -630,7 +648,8 @@ class Agent {
     if (!pfs_done_cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
                                [&] {
                                  return manifests_.count(v) || stop_ ||
-                                        (!manifests_.empty() && manifests_.rbegin()->first > v);
+                                        (!manifests_.empty() && manifests_.rbegin()->first > v) ||
+                                        !own_part_lost(v).empty();
                                })) {
       int have = parts_.count(v) ? int(parts_[v].size()) : 0;
       throw std::runtime_error("timeout: manifest of v" + std::to_string(v) + " not written: " +
@@ -638,6 +657,8 @@ class Agent {
                                " agents' parts arrived within " + std::to_string(timeout_ms) + " ms");
     }
     auto it = manifests_.find(v);
+    if (it == manifests_.end() && !stop_)
+      if (std::string lost = own_part_lost(v); !lost.empty()) throw std::runtime_error(lost);
     if (it == manifests_.end() && !stop_)
       throw std::runtime_error("superseded: manifest of v" + std::to_string(v) + " not written, a newer one was");
     if (it == manifests_.end()) throw std::runtime_error("shutdown: manifest of v" + std::to_string(v) + " not written");
@@ -654,6 +675,8 @@ class Agent {
         if (pfs_queue_.empty()) return;
         job = std::move(pfs_queue_.front());
         pfs_queue_.pop_front();
+        own_started_.insert(job.v);
+        while (own_started_.size() > 1024) own_started_.erase(own_started_.begin());
       }
       std::string err;
       try {
@@ -694,7 +717,16 @@ class Agent {
     o.keep_last = size_t(std::max(1, opt_.keep_versions));
     o.chunk_size = 16ull << 20;
     ckstore::Store store(opt_.pfs_dir, opt_.app, opt_.uid);
-    if (store.has_manifest(v)) return;
+    if (store.has_manifest(v)) {
+      // already durable (e.g. the library's direct fallback wrote it): a
+      // peer's part of v waiting on agent 0 is answered now, not at its timeout
+      if (index == 0) {
+        std::lock_guard<std::mutex> g(mu_);
+        manifests_.emplace(v, "");
+        pfs_done_cv_.notify_all();
+      }
+      return;
+    }
     auto w = store.begin_version(v, nranks, o);
     for (auto& p : pieces)
       for (auto& r : p->regions) {
@@ -820,6 +852,8 @@ class Agent {
   };
   std::deque<PfsJob> pfs_queue_;
   std::set<uint64_t> written_;
+  uint64_t own_newest_ = 0;         ///< newest version queued for this agent's own part (mu_)
+  std::set<uint64_t> own_started_;  ///< versions whose own part the writer took up (mu_)
   std::map<uint64_t, std::string> done_;  ///< finished writes: v -> "" or the error
   std::map<uint64_t, std::string> manifests_;  ///< agent 0: manifests committed: v -> "" or the error
   std::map<uint64_t, std::map<int, std::string>> parts_;

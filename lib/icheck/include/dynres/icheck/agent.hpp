@@ -30,7 +30,10 @@
 //                        pulls/pushes = commits begun per technique)
 //   shutdown {flush}
 //   part     {v, index, part, timeout_ms}  sealed ckstore part from a peer
-//                 agent (to agent 0); replied once the manifest is written
+//                 agent (to agent 0); replied once the manifest is written,
+//                 or at once with "superseded: agent 0 skipped vN ..." when
+//                 agent 0's own part of v can no longer come (its writer
+//                 moved on to a newer version) or "io: ..." when it failed
 //   test_corrupt {v}  only with ICHECK_AGENT_TEST_OPS=1 in the agent's
 //                 environment (tests): flip one bit of every piece of v
 // Connections are authenticated on their own thread (never on the accept
@@ -44,7 +47,11 @@
 // Second level: when all slots of this agent published v and v is on the
 // schedule (pfs_every), the agent writes its regions with ckstore and seals
 // its part; agent 0 collects all agents' parts and writes the manifest, so a
-// version becomes valid on disk only when all agents aligned on it.
+// version becomes valid on disk only when all agents aligned on it. Each
+// agent has one writer; a write not yet started is dropped when a newer
+// version is queued (a slow file system never pins one buffer set per
+// commit), so agent 0 may skip a version a peer wrote: the peer is told at
+// once (see "part"), never left waiting for a manifest that cannot come.
 #pragma once
 #include <atomic>
 #include <cstdint>
