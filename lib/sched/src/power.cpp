@@ -434,6 +434,32 @@ void hold_rest(const Snapshot& s, Decision& d, const std::vector<char>& started,
     if (!started[i]) d.holds.emplace_back(s.waiting[i].id, why);
 }
 
+/// Algorithm 4 lines 6-18, the correction of a broken corridor: the first
+/// waiting job (in priority order; malleable ones first when
+/// cfg.power_favour_malleable) for which the ILP of Eq. 5.3 finds a plan is
+/// started with it; failing that, the running jobs alone are re-planned.
+/// Marks the jobs it starts in `started`; returns whether a plan was applied,
+/// and in `why` the solver's reasons when none was.
+bool correct_corridor(Cluster& c, const Snapshot& snap, const PolicyConfig& cfg, Pool& pool, Decision& d,
+                      std::vector<char>& started, std::string& why) {
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(snap.waiting.size()); ++i) order.push_back(i);
+  if (cfg.power_favour_malleable)
+    std::stable_partition(order.begin(), order.end(),
+                          [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
+  auto got = plan_with_candidates(c, order, false, pool, d, why);
+  for (int i : got) started[i] = 1;
+  if (!got.empty()) return true;
+  if (!c.resizable_any()) return false;
+  auto r = c.solve(c.input());
+  if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
+    apply(c, r, pool, d, {});
+    return true;
+  }
+  why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
+  return false;
+}
+
 }  // namespace
 
 Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
@@ -455,24 +481,8 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
       if (adapting) {
         d.notes.push_back(broken_words(c, dr) + " (measured); waiting for a pending resize before re-planning");
       } else {
-        std::vector<int> order;
-        for (int i = 0; i < W; ++i) order.push_back(i);
-        if (cfg.power_favour_malleable)
-          std::stable_partition(order.begin(), order.end(),
-                                [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
         std::string why;
-        auto got = plan_with_candidates(c, order, false, pool, d, why);
-        bool fixed = !got.empty();
-        for (int i : got) started[i] = 1;
-        if (!fixed && c.resizable_any()) {
-          auto r = c.solve(c.input());
-          if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
-            apply(c, r, pool, d, {});
-            fixed = true;
-          } else {
-            why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
-          }
-        }
+        bool fixed = correct_corridor(c, snap, cfg, pool, d, started, why);
         if (!fixed)
           d.notes.push_back(broken_words(c, dr) + " (measured); the current allocation is kept" +
                             (why.empty() ? "" : ": " + why));
@@ -528,24 +538,8 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
     }
     // lines 6-18: the first waiting job (in priority order; malleable ones
     // first when favoured) for which the ILP finds a plan is started with it
-    std::vector<int> order;
-    for (int i = 0; i < W; ++i) order.push_back(i);
-    if (cfg.power_favour_malleable)
-      std::stable_partition(order.begin(), order.end(),
-                            [&](int i) { return snap.waiting[i].kind == JobKind::malleable; });
     std::string why;
-    auto got = plan_with_candidates(c, order, false, pool, d, why);
-    bool fixed = !got.empty();
-    for (int i : got) started[i] = 1;
-    if (!fixed && c.resizable_any()) {  // the running jobs alone (the runtime's reconfiguration)
-      auto r = c.solve(c.input());
-      if (r.status == pw::IlpStatus::optimal || r.status == pw::IlpStatus::feasible) {
-        apply(c, r, pool, d, {});
-        fixed = true;
-      } else {
-        why = (why.empty() ? "" : why + "; ") + "with the running jobs alone: " + r.reason;
-      }
-    }
+    bool fixed = correct_corridor(c, snap, cfg, pool, d, started, why);
     if (!fixed) {
       d.notes.push_back(broken_words(c, dr) + "; the current allocation is kept" + (why.empty() ? "" : ": " + why));
       // line 19: a start that brings the draw back towards the corridor
