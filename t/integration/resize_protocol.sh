@@ -11,7 +11,8 @@
 #     a wrong secret, another job's id, outside a job, an acknowledgement
 #     for an order never sent, re-registration after deregistration
 #   - restart-based resize: the supervisor runs the script again on the new
-#     node list, the job resumes (MJ_RESUMED) and commits
+#     node list, the job resumes (MJ_RESUMED) and commits; mjsched killed
+#     after the relaunch and before that commit commits it for the job
 # After every case: no node held by a job that is not running, each job's
 # node count equals the nodes it holds, allocations disjoint.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
@@ -184,7 +185,31 @@ assert_eq 3 "$(held "$R")" "job $R holds 3 nodes"
 assert_eq 2 "$(sq "$C" "SELECT restart_count FROM mj_jobs WHERE job_id=$R")" "restart count recorded"
 check_nodes_consistent "$C" "after restart-based resizes"
 
-for j in $A $R; do mjcancel "$j" >/dev/null 2>&1; done
+# ---- 7b. mjsched restarted after the relaunch, before the resumed commit --
+# The supervisor already runs the script on the new node list: rolling the
+# order back would leave the state file giving the job a node it left (or,
+# for an expand, the job's processes on a node it gives to nobody). The order is committed on the job's behalf; the job's own
+# commit afterwards is acknowledged.
+L=$(submit 'MJT_RESUME_DELAY=4 mjtest restart 30' -N 2 --min-nodes 1 --max-nodes 2)
+wait_state 10 "$C" "$L" RUNNING
+wait_for 10 "job $L registered" registered "$L"
+t_run mjcontrol resize "$L" 1
+assert_eq 0 "$T_RC" "restart-based shrink of job $L ordered ($T_ERR)"
+LO=$(sq "$C" "SELECT MAX(id) FROM resize_orders WHERE job_id=$L")
+wait_for 10 "job $L relaunched on 1 node" eval "out_of $L | grep -q 'status RESUMED .*nodes=1 old=2'"
+assert_eq 1 "$(sq "$C" "SELECT relaunched FROM resize_orders WHERE id=$LO")" "order $LO marked relaunched"
+LPID=$(sched_pid "$C")
+kill -9 "$LPID"
+wait_for 5 "mjsched gone" pids_gone "$LPID"
+t_run mjsched --home "$C" --daemon
+assert_eq 0 "$T_RC" "mjsched restarts"
+wait_for 10 "order $LO settled" eval "[[ \$(order_state $LO) != begun && \$(order_state $LO) != sent ]]"
+assert_eq committed "$(order_state "$LO")" "the relaunched order is committed, not rolled back"
+assert_eq 1 "$(held "$L")" "job $L holds the 1 node it runs on"
+wait_for 15 "job $L's resumed commit acknowledged" eval "out_of $L | grep -q '^committed $LO resumed 2->1'"
+check_nodes_consistent "$C" "after mjsched restarted mid-relaunch"
+
+for j in $A $R $L; do mjcancel "$j" >/dev/null 2>&1; done
 wait_for 15 "all jobs ended" no_active_jobs "$C"
 check_nodes_consistent "$C" "at the end"
 check_allocations_disjoint "$C"

@@ -557,8 +557,7 @@ int run_step(const StepConfig& cfg, int go_fd) {
   try {
     auto fresh = st.job(cfg.job_id);
     if (fresh && fresh->cancel_requested) break;
-    relaunch = resize::pending_relaunch(st, cfg.job_id);
-    if (relaunch) resize::mark_relaunched(st, relaunch->order.id);
+    relaunch = resize::take_relaunch(st, cfg.job_id);
   } catch (const DbError&) {
     relaunch.reset();  // the state file is unusable: end the job as it ended
   }

@@ -18,6 +18,8 @@
  *
  * Behaviour on an order (serve), from the environment:
  *   MJT_DELAY=S     wait S seconds between adapt-begin and commit
+ *   MJT_RESUME_DELAY=S  (restart) when run again, wait S seconds before
+ *                   committing the resumed order
  *   MJT_IGNORE=1    never answer orders (the scheduler's timeout rolls back)
  *   MJT_CRASH=1     SIGKILL itself after adapt-begin (mid-resize)
  *   MJT_SLOW_EXPAND=S  the same, for expand orders only
@@ -225,6 +227,8 @@ int main(int argc, char** argv) {
   if ((!strcmp(cmd, "serve") || !strcmp(cmd, "restart")) && argc == 3) {
     int restart = !strcmp(cmd, "restart");
     if (st.kind == MJ_RESUMED) {
+      const char* rd = getenv("MJT_RESUME_DELAY");
+      if (rd) usleep((useconds_t)(atof(rd) * 1e6));
       rc = mj_adapt_commit(st.order, NULL, 0);
       if (rc == MJ_OK) printf("committed %lld resumed %d->%d\n", (long long)st.order, st.old_num_nodes, st.num_nodes);
       else if (rc == MJ_ERR_ROLLED_BACK) printf("rolled_back %lld\n", (long long)st.order);

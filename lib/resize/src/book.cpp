@@ -168,6 +168,21 @@ std::optional<Order> Book::rollback(int64_t job, double now) {
   return o;
 }
 
+void Book::adopt(int64_t job, const Order& o) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  Job& j = it->second;
+  if (o.kind == Kind::expand) {
+    for (auto& n : o.nodes)
+      if (!holds(j.nodes, n)) j.nodes.push_back(n);
+    std::sort(j.nodes.begin(), j.nodes.end());
+  } else {
+    std::erase_if(j.nodes, [&](const std::string& n) { return std::find(o.nodes.begin(), o.nodes.end(), n) != o.nodes.end(); });
+  }
+  j.pending.reset();
+  if (j.phase == Phase::adapting) j.phase = Phase::accepting;
+}
+
 void Book::restore(int64_t job, Phase p) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;

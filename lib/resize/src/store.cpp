@@ -205,16 +205,24 @@ void record_begin(State& st, const Order& o, bool restart, double now) {
   });
 }
 
-void record_rollback(State& st, uint64_t id, const std::string& reason, double now) {
+bool relaunched_on_new_nodes(const OrderRecord& o) {
+  return o.relaunched && (o.order.kind == Kind::expand || o.order.count == 0);
+}
+
+bool record_rollback(State& st, uint64_t id, const std::string& reason, double now, bool unless_relaunched) {
+  bool done = false;
   st.db().write_tx([&] {
     auto o = order(st, id);
     if (!o || (o->state != "sent" && o->state != "begun")) return;
+    if (unless_relaunched && relaunched_on_new_nodes(*o)) return;
+    done = true;
     Stmt s(st.db(), "UPDATE resize_orders SET state='rolled_back', settled=?, reason=? WHERE id=?");
     s.bind(1, now).bind(2, reason).bind(3, static_cast<int64_t>(id)).run();
     st.event(now, o->order.job, "resize_rollback",
              std::string(to_string(o->order.kind)) + " order=" + std::to_string(id) + " after=" +
                  fmt_s(now - o->order.sent) + "s: " + reason);
   });
+  return done;
 }
 
 bool commit(State& st, const Commit& c, double now) {
@@ -305,15 +313,28 @@ std::optional<OrderRecord> pending_relaunch(State& st, int64_t job) {
   return v.front();
 }
 
+namespace {
+void mark_relaunched_in_tx(State& st, uint64_t id) {
+  auto o = order(st, id);
+  if (!o || o->relaunched) return;
+  Stmt s(st.db(), "UPDATE resize_orders SET relaunched=1 WHERE id=?");
+  s.bind(1, static_cast<int64_t>(id)).run();
+  Stmt m(st.db(), "UPDATE mj_jobs SET restart_count=restart_count+1 WHERE job_id=?");
+  m.bind(1, o->order.job).run();
+}
+}  // namespace
+
 void mark_relaunched(State& st, uint64_t id) {
+  st.db().write_tx([&] { mark_relaunched_in_tx(st, id); });
+}
+
+std::optional<OrderRecord> take_relaunch(State& st, int64_t job) {
+  std::optional<OrderRecord> r;
   st.db().write_tx([&] {
-    auto o = order(st, id);
-    if (!o || o->relaunched) return;
-    Stmt s(st.db(), "UPDATE resize_orders SET relaunched=1 WHERE id=?");
-    s.bind(1, static_cast<int64_t>(id)).run();
-    Stmt m(st.db(), "UPDATE mj_jobs SET restart_count=restart_count+1 WHERE job_id=?");
-    m.bind(1, o->order.job).run();
+    r = pending_relaunch(st, job);
+    if (r) mark_relaunched_in_tx(st, r->order.id);
   });
+  return r;
 }
 
 std::string render_detail(State& st, int64_t job) {

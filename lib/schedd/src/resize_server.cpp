@@ -79,11 +79,10 @@ void ResizeServer::load(State& st, double now) {
   book_.set_next_id(resize::max_order_id(st) + 1);
   std::map<int64_t, JobRecord> running;
   for (auto& j : st.jobs({kRunning})) running[j.id] = j;
-  for (auto& o : resize::outstanding(st)) {
-    resize::record_rollback(st, o.order.id, "scheduler restarted before the order was committed", now);
-    log_("job " + std::to_string(o.order.job) + ": order " + std::to_string(o.order.id) +
-         " rolled back (scheduler restarted)");
-  }
+  for (auto& o : resize::outstanding(st))
+    if (!settle_unacknowledged(st, o.order, "scheduler restarted before the order was committed", now))
+      log_("job " + std::to_string(o.order.job) + ": order " + std::to_string(o.order.id) +
+           " rolled back (scheduler restarted)");
   for (auto& i : resize::running_infos(st)) {
     auto it = running.find(i.job);
     if (it == running.end()) continue;
@@ -93,6 +92,25 @@ void ResizeServer::load(State& st, double now) {
     if (i.mtct >= 0) mtct_[i.job] = i.mtct;
     if (i.last_resize >= 0) last_resize_[i.job] = i.last_resize;
   }
+}
+
+bool ResizeServer::settle_unacknowledged(State& st, const resize::Order& o, const std::string& reason, double now) {
+  const std::string what = "job " + std::to_string(o.job) + ": " + resize::to_string(o.kind) + " order " + std::to_string(o.id);
+  if (resize::record_rollback(st, o.id, reason, now, /*unless_relaunched=*/true)) return false;
+  auto rec = resize::order(st, o.id);
+  if (!rec || !resize::relaunched_on_new_nodes(*rec) || (rec->state != "sent" && rec->state != "begun")) return false;
+  resize::Commit cm{rec->order, rec->order.kind == resize::Kind::shrink ? rec->order.nodes : std::vector<std::string>{},
+                    now - rec->order.sent};
+  if (!resize::commit(st, cm, now)) {
+    resize::record_rollback(st, o.id, reason + "; relaunched, but its nodes could not be given to the job", now);
+    log_(what + " relaunched on nodes no longer available; rolled back");
+    return false;
+  }
+  book_.adopt(o.job, rec->order);
+  last_resize_[o.job] = now;
+  log_(what + " committed on the job's behalf (" + reason +
+       "; the supervisor had already relaunched the job on the new node list)");
+  return true;
 }
 
 void ResizeServer::admit(int64_t job, uint32_t uid, const std::string& secret, const std::vector<std::string>& nodes) {
@@ -274,8 +292,15 @@ void ResizeServer::handle(State& st, Conn& c, const json& m, double now) {
       if (rec && rec->order.job == c.job && (rec->state == "sent" || rec->state == "begun") &&
           now > rec->order.deadline) {
         book_.rollback(c.job, now);
-        resize::record_rollback(st, rec->order.id, "not committed before its deadline", now);
-        return reply(c, {{"re", op}, {"error", "order rolled back: it timed out"}, {"rolled_back", true}});
+        if (!settle_unacknowledged(st, rec->order, "not committed before its deadline", now))
+          return reply(c, {{"re", op}, {"error", "order rolled back: it timed out"}, {"rolled_back", true}});
+        rec = resize::order(st, rec->order.id);
+      }
+      // committed without the job (a relaunched restart-based order, see
+      // settle_unacknowledged): the job's commit is its acknowledgement
+      if (rec && rec->order.job == c.job && rec->state == "committed") {
+        auto nodes = book_.nodes(c.job);
+        return reply(c, {{"re", op}, {"ok", true}, {"nodes", nodes}, {"nodelist", compress_hostlist(nodes)}});
       }
       return fail(r.error);
     }
@@ -332,7 +357,7 @@ void ResizeServer::handle(State& st, Conn& c, const json& m, double now) {
 
 void ResizeServer::tick(State& st, double now) {
   for (auto& o : book_.expire(now)) {
-    resize::record_rollback(st, o.id, "not committed within its deadline", now);
+    if (settle_unacknowledged(st, o, "not committed within its deadline", now)) continue;
     log_("job " + std::to_string(o.job) + ": " + resize::to_string(o.kind) + " order " + std::to_string(o.id) +
          " timed out after " + std::to_string(now - o.sent) + " s; rolled back (back-off " +
          std::to_string(opt_.backoff) + " s)");

@@ -164,6 +164,39 @@ TEST_CASE("a restart order is relaunched once, and the count is kept", "[store]"
   CHECK(job_info(c.st, j)->restart_count == 1);
 }
 
+TEST_CASE("a relaunched restart order is not rolled back behind the supervisor's back", "[store]") {
+  Cluster c;
+  int64_t j = c.start({"n1"});
+  auto o = make_order(1, j, Kind::expand, {"n2"});
+  record_order(c.st, o, 1, 2);
+  record_begin(c.st, o, true, 21);
+  // the supervisor takes it: read and marked in one go, once
+  auto t = take_relaunch(c.st, j);
+  REQUIRE(t);
+  CHECK(t->order.id == 1);
+  CHECK_FALSE(take_relaunch(c.st, j));
+  auto rec = order(c.st, 1);
+  REQUIRE(rec);
+  CHECK(rec->relaunched);
+  CHECK(relaunched_on_new_nodes(*rec));
+  // the scheduler's timeout or restart leaves it outstanding ...
+  CHECK_FALSE(record_rollback(c.st, 1, "not committed within its deadline", 30, true));
+  CHECK(order(c.st, 1)->state == "begun");
+  // ... while a rollback that does not care (the job ended) still happens
+  CHECK(record_rollback(c.st, 1, "the job ended", 31));
+  CHECK(order(c.st, 1)->state == "rolled_back");
+  CHECK_FALSE(record_rollback(c.st, 1, "again", 32));
+
+  // a shrink by count is relaunched on the old node list: rolled back as usual
+  auto s = make_order(2, j, Kind::shrink, {});
+  s.count = 1;
+  record_order(c.st, s, 2, 1);
+  record_begin(c.st, s, true, 40);
+  REQUIRE(take_relaunch(c.st, j));
+  CHECK_FALSE(relaunched_on_new_nodes(*order(c.st, 2)));
+  CHECK(record_rollback(c.st, 2, "not committed within its deadline", 41, true));
+}
+
 TEST_CASE("secrets are 32 hex digits and differ", "[store]") {
   auto a = new_secret(), b = new_secret();
   CHECK(a.size() == 32);

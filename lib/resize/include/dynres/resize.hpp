@@ -125,6 +125,12 @@ class Book {
   /// e.g. the nodes it adds went down); the job gets a back-off. Returns the
   /// order, or std::nullopt when none was outstanding.
   std::optional<Order> rollback(int64_t job, double now);
+  /// Record `o` as carried out without the job's commit (a restart-based
+  /// order the supervisor already relaunched on its new node list; see
+  /// record_rollback in resize_store.hpp): the job's nodes change as a
+  /// commit would change them and any outstanding order is dropped. No-op
+  /// for an unknown job.
+  void adopt(int64_t job, const Order& o);
 
   /// Rebuilding the book from the state file after a scheduler restart:
   /// set a known job's phase (rigid, accepting or closed; orders are never

@@ -80,8 +80,15 @@ void record_order(State& st, const Order& o, int from, int to);
 void record_begin(State& st, const Order& o, bool restart, double now);
 /// Roll an order back (state rolled_back) with an event resize_rollback
 /// naming the reason and how long it was outstanding. No-op when it is no
-/// longer outstanding.
-void record_rollback(State& st, uint64_t order_id, const std::string& reason, double now);
+/// longer outstanding. With unless_relaunched, a restart-based order the
+/// supervisor already relaunched on its new node list (and whose node list
+/// is known: an expand, or a shrink naming its nodes) is left outstanding,
+/// read and decided in the same transaction as the supervisor's
+/// take_relaunch(): rolling it back would leave the job's processes on nodes
+/// the state file no longer gives it. Returns whether the order was rolled
+/// back by this call.
+bool record_rollback(State& st, uint64_t order_id, const std::string& reason, double now,
+                     bool unless_relaunched = false);
 
 /// Carry out a committed order in one transaction: the nodes added are
 /// taken (they must be up and idle) or the nodes released are freed, the
@@ -109,6 +116,16 @@ std::optional<OrderRecord> pending_relaunch(State& st, int64_t job);
 /// The supervisor relaunched for order `id` (once): relaunched = 1 and the
 /// job's restart_count incremented, in one transaction.
 void mark_relaunched(State& st, uint64_t id);
+/// pending_relaunch() and mark_relaunched() in one transaction, so the
+/// scheduler's rollback (record_rollback with unless_relaunched) sees the
+/// order either still unrelaunched (rolled back: the record returned says
+/// rolled_back and the script runs again on the old nodes) or relaunched
+/// (never rolled back: committed on the job's behalf if need be).
+std::optional<OrderRecord> take_relaunch(State& st, int64_t job);
+/// Whether the supervisor relaunched `o` on the node list it names: a
+/// restart-based expand, or shrink naming its nodes (a shrink by count is
+/// relaunched on the old node list until the job says which nodes it left).
+bool relaunched_on_new_nodes(const OrderRecord& o);
 
 /// mjcontrol resize: ask the scheduler of cluster `home` to order job to
 /// `nodes` nodes (by_count: a shrink names only the count). Returns the
