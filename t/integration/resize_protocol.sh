@@ -24,6 +24,14 @@ boot_cluster "$C" 6 --tick 0.2 --resize-timeout 1.5 --resize-backoff 2
 held() { job_col "$C" "$1" num_nodes; }
 out_of() { cat "$C/out-$1.txt" 2>/dev/null; }
 order_state() { sq "$C" "SELECT state FROM resize_orders WHERE id=$1"; }
+kill_restart_sched() {  # SIGKILL mjsched, start a new one
+  local pid
+  pid=$(sched_pid "$C")
+  kill -9 "$pid"
+  wait_for 5 "mjsched gone" pids_gone "$pid"
+  t_run mjsched --home "$C" --daemon
+  assert_eq 0 "$T_RC" "mjsched restarts"
+}
 registered() { grep -q '^registered' "$C/out-$1.txt" 2>/dev/null; }
 submit() {  # SCRIPT-BODY [mjsub options...]: the job id
   local body=$1
@@ -150,11 +158,7 @@ SN=$(held "$S")
 t_run mjcontrol resize "$S" 1
 SO=$(sq "$C" "SELECT MAX(id) FROM resize_orders WHERE job_id=$S")
 wait_for 5 "order $SO begun" eval "[[ \$(order_state $SO) == begun ]]"
-SPID=$(sched_pid "$C")
-kill -9 "$SPID"
-wait_for 5 "mjsched gone" pids_gone "$SPID"
-t_run mjsched --home "$C" --daemon
-assert_eq 0 "$T_RC" "mjsched restarts"
+kill_restart_sched
 wait_for 10 "order $SO settled" eval "[[ \$(order_state $SO) == rolled_back ]]"
 assert_contains "$(sq "$C" "SELECT reason FROM resize_orders WHERE id=$SO")" "scheduler restarted" "the restart rolled it back"
 wait_for 15 "job $S told of the rollback" eval "out_of $S | grep -q '^rolled_back $SO'"
@@ -198,11 +202,7 @@ assert_eq 0 "$T_RC" "restart-based shrink of job $L ordered ($T_ERR)"
 LO=$(sq "$C" "SELECT MAX(id) FROM resize_orders WHERE job_id=$L")
 wait_for 10 "job $L relaunched on 1 node" eval "out_of $L | grep -q 'status RESUMED .*nodes=1 old=2'"
 assert_eq 1 "$(sq "$C" "SELECT relaunched FROM resize_orders WHERE id=$LO")" "order $LO marked relaunched"
-LPID=$(sched_pid "$C")
-kill -9 "$LPID"
-wait_for 5 "mjsched gone" pids_gone "$LPID"
-t_run mjsched --home "$C" --daemon
-assert_eq 0 "$T_RC" "mjsched restarts"
+kill_restart_sched
 wait_for 10 "order $LO settled" eval "[[ \$(order_state $LO) != begun && \$(order_state $LO) != sent ]]"
 assert_eq committed "$(order_state "$LO")" "the relaunched order is committed, not rolled back"
 assert_eq 1 "$(held "$L")" "job $L holds the 1 node it runs on"
