@@ -52,6 +52,18 @@ fi_info* make_hints(const std::string& prov, bool delivery_complete) {
   if (!prov.empty()) h->fabric_attr->prov_name = strdup(prov.c_str());
   return h;
 }
+
+/// The pause between two empty polls of a busy loop: a short sleep (~50 us
+/// with the default timer slack), not sched_yield(). On Linux 6.18 (EEVDF) a
+/// thread that sched_yield()s in a loop on a core shared with non-yielding
+/// spinners (MPI ranks busy-polling, CPU hogs) was starved: pinned to one
+/// loaded core, the RMA target's progress thread (Busy guard held) got ~no
+/// CPU for a minute and the agent's fi_read hit its 60 s timeout (shm needs
+/// the target to progress: FI_DELIVERY_COMPLETE disables its CMA fast path).
+/// A sleeper is re-placed fairly when it wakes. Pinned runs (taskset -c 0,
+/// 3 hogs): with sched_yield 10 of 23 stalled, 6 failed on the timeout;
+/// with this pause 0 of 24 failed.
+void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(1)); }
 }  // namespace
 
 Mapping::Mapping(size_t bytes, bool prefault) {
@@ -292,7 +304,7 @@ void Fabric::progress_loop() {
     int n = progress_once();
     if (n || busy_ > 0 || inflight_ > 0) last = std::chrono::steady_clock::now();
     if (busy_ > 0) {
-      if (!n) sched_yield();
+      if (!n) poll_pause();
     } else if (!n) {
       bool idle = std::chrono::steady_clock::now() - last > std::chrono::milliseconds(50);
       std::this_thread::sleep_for(std::chrono::microseconds(idle ? 2000 : 200));
@@ -373,7 +385,7 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
       throw FabricError(std::string(is_read ? "fi_read" : "fi_write") + ": no progress for " +
                         std::to_string(timeout_ms) + " ms (peer gone?)");
     }
-    if (!done) sched_yield();
+    if (!done) poll_pause();
   }
   if (failed || b.errors) {
     std::lock_guard<std::mutex> bg(b.mu);
