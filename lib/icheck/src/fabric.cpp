@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <new>
-#include <sched.h>
 #include <sys/mman.h>
 
 namespace dynres::icheck {
