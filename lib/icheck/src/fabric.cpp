@@ -59,9 +59,9 @@ fi_info* make_hints(const std::string& prov, bool delivery_complete) {
 /// loaded core, the RMA target's progress thread (Busy guard held) got ~no
 /// CPU for a minute and the agent's fi_read hit its 60 s timeout (shm needs
 /// the target to progress: FI_DELIVERY_COMPLETE disables its CMA fast path).
-/// A sleeper is re-placed fairly when it wakes. Pinned runs (taskset -c 0,
-/// 3 hogs): with sched_yield 10 of 23 stalled, 6 failed on the timeout;
-/// with this pause 0 of 24 failed.
+/// A sleeper is re-placed fairly when it wakes. This made the stall rarer in
+/// some batches but did not remove it: bench/icheck/pinned_stall.sh still
+/// shows 3 of 8 pinned runs stalling (4 of 4 with sched_yield).
 void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(1)); }
 }  // namespace
 
