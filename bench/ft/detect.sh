@@ -46,7 +46,7 @@ if ((LOAD > 0)); then
 fi
 now() { date +%s.%N; }
 state() { sqlite3 -cmd '.timeout 5000' "$DIR/state.db" "SELECT state FROM nodes WHERE name='n2'"; }
-agents() { grep -c 'connected' "$DIR/nodes/mjnoded.log" 2>/dev/null || echo 0; }
+agents() { local n; n=$(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null); echo "${n:-0}"; }
 want=3
 for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
 declare -A T

@@ -34,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 vcluster-boot --local "$NODES" --dir "$DIR" --tick 0.5 --node-timeout "$TIMEOUT" >/dev/null || exit 1
 export DYNRES_HOME=$DIR
-for _ in $(seq 200); do (($(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null || echo 0) >= NODES)) && break; sleep 0.05; done
+for _ in $(seq 200); do (($(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null; true) + 0 >= NODES)) && break; sleep 0.05; done
 echo 'while :; do :; done' >"$DIR/spin.sh"
 for _ in $(seq "$NODES"); do mjsub --parsable -N 1 -o /dev/null "$DIR/spin.sh" >/dev/null; done
 stress-ng --cpu "$LOAD" --timeout "$DURATION" >/dev/null 2>&1 &

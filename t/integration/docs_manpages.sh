@@ -21,16 +21,16 @@ CHECKS=0
 fail() { FAILS=$((FAILS + 1)); CHECKS=$((CHECKS + 1)); echo "[$NAME] FAIL: $*" >&2; }
 pass() { CHECKS=$((CHECKS + 1)); [[ -n ${T_VERBOSE:-} ]] && echo "[$NAME] ok: $*"; return 0; }
 
-TOOLS=(mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim pcorridor)
+TOOLS=(mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim pcorridor mjnoded)
 for t in "${TOOLS[@]}"; do
   command -v "$t" >/dev/null || { echo "[$NAME] SKIP: $t is not built (not on PATH)"; exit 77; }
 done
 
 # The pages this test owns, and which page documents which tool.
 PAGES=(mjsub.1 mjstat.1 mjcancel.1 mjcontrol.1 mjsched.8 mjstepd.8 mjworkload.1 mjsim.1 pcorridor.1
-       vcluster-boot.1 vcluster-down.1 esp.1 dynres.yaml.5 dynres.7 mj.3)
+       vcluster-boot.1 vcluster-down.1 vcluster-fail.1 mjnoded.8 esp.1 dynres.yaml.5 dynres.7 mj.3)
 declare -A PAGE_OF=([mjsub]=mjsub.1 [mjstat]=mjstat.1 [mjcancel]=mjcancel.1 [mjcontrol]=mjcontrol.1 [mjsched]=mjsched.8
-                    [pcorridor]=pcorridor.1
+                    [pcorridor]=pcorridor.1 [mjnoded]=mjnoded.8
                     [mjstepd]=mjstepd.8 [mjworkload]=mjworkload.1 [mjsim]=mjsim.1)
 
 # Page source with roff escapes removed, so "\-\-nodes" and "\fB\-\-nodes\fR"
@@ -77,8 +77,8 @@ check_options "mjworkload esp" "$HELP" mjworkload.1
 
 # ------------------------------------------------------------ the scripts
 declare -A SCRIPT_PAGES=([vcluster-boot]="vcluster-boot.1" [vcluster-down]="vcluster-boot.1 vcluster-down.1"
-                         [esp]="esp.1" [esp-run]="esp.1")
-for s in vcluster-boot vcluster-down esp esp-run; do
+                         [vcluster-fail]="vcluster-fail.1" [esp]="esp.1" [esp-run]="esp.1")
+for s in vcluster-boot vcluster-down vcluster-fail esp esp-run; do
   help_of "$s" bash "$SRC/share/dynres/$s" --help
   for page in ${SCRIPT_PAGES[$s]}; do
     if [[ -f $MAN/$page ]]; then check_options "$s" "$HELP" "$page"; else fail "$s: no man page man/$page"; fi

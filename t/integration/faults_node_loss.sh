@@ -5,7 +5,8 @@
 #     n[1-3]; vcluster-fail n2 kills n2's agent and worker as a crash would:
 #     n2 is DOWN ("Not responding") within 5 s, the job is ordered to shrink
 #     away from n2 and commits (3 -> 2 nodes, n2 given back), and it ends
-#     COMPLETED with the fixed-size count 365596, never requeued;
+#     COMPLETED with the fixed-size count 365596, never requeued; a second
+#     failure in a row (n3) shrinks it again, to n1 alone;
 #  2. meanwhile a second nqueens on n[4-6] has n6 drained: it shrinks away
 #     from n6 (DRAINING -> DRAINED), the count is again 365596;
 #  3. RESUME: n2's agent started again (vcluster-fail --revive) and the node
@@ -51,6 +52,10 @@ wait_for 20 "job $a shrinks 3->2" has a '^resize shrink 3->2 latency_s=' || t_fa
 assert_eq "n2" "$(sq "$C" "SELECT released FROM resize_orders WHERE job_id=$a ORDER BY id DESC LIMIT 1")" "the lost node is the one given back"
 assert_eq "n[1,3]" "$(job_col "$C" "$a" nodelist)" "job $a keeps running on n[1,3]"
 assert_eq RUNNING "$(job_state "$C" "$a")" "not requeued, not failed"
+# a second failure in a row: n3 as well, the job goes on alone on n1
+t_run vcluster-fail n3
+wait_for 20 "job $a shrinks 2->1" has a '^resize shrink 2->1 latency_s=' || t_fatal "$(out a | tail; tail "$C/mjsched.log")"
+assert_eq "n1" "$(job_col "$C" "$a" nodelist)" "job $a keeps running on n1 alone"
 
 # 2. drain n6 under job b: evacuated
 t_run mjcontrol update node n6 state=drain reason=evacuate
