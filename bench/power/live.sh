@@ -1,5 +1,5 @@
 #!/bin/bash
-# live.sh — the power-corridor experiments of seed 000 §9.2 (issue 9) run LIVE
+# live.sh — the power-corridor experiments of [John24 §9.2] run LIVE
 # on the local virtual cluster, time-scaled, each beside mjsim's figures for
 # the very same jobs (mjsim --print-jobs gives them; each job runs esp-app,
 # the emulated application that follows mjsim's runtime model and resizes in

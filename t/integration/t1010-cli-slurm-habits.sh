@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# squeue / scancel habits of mjstat and mjcancel (issue 10), on a real local
+# squeue / scancel habits of mjstat and mjcancel, on a real local
 # cluster of 3 nodes with the EASY policy:
 #   mjstat: -h, -o with % codes and widths, -t (PD,R / long names / all),
 #           -j lists, -u / --me, -l, --start (expected start from the policy

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sbatch habits of mjsub, and mjcontrol hold/release/show (issue 10), on a
+# sbatch habits of mjsub, and mjcontrol hold/release/show, on a
 # real local cluster of 4 nodes:
 #   precedence: `mjsub -N 4` over `#SBATCH -N 2-8` is a rigid 4-node job, the
 #     script's other fields stay; -t 0 is no limit;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a job inherits and what its end leaves behind (issue 10, defects 1, 6,
-# 7, 9), on a real local cluster.
+# What a job inherits and what its end leaves behind (signals,
+# descriptors, spool files, exit status), on a real local cluster.
 #
 # 1. SIGPIPE: mjsched ignores SIGPIPE; a job must not inherit that:
 #    `while :; do echo x; done | head -1` ends at once (it never ended before).

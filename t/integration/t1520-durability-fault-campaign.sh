@@ -1,6 +1,6 @@
 #!/bin/bash
-# A small run of the scheduler's fault-injection campaign (issue 10;
-# bench/sched/fault_campaign.sh runs the full 200-job one): mjsched SIGKILLed
+# A small run of the scheduler's fault-injection campaign
+# (bench/sched/fault_campaign.sh runs the full 200-job one): mjsched SIGKILLed
 # and rebooted at random moments, supervisors SIGKILLed, jobs cancelled,
 # failing and resized meanwhile. No job lost, none started twice, none
 # misreported, no node held by a finished job, no process left.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # I/O faults injected with libfiu (Debian fiu-utils: fiu-run preloads
-# fiu_posix_preload.so), issue "tests that fail", item 4:
+# fiu_posix_preload.so):
 #   - an application writing its checkpoints directly (iCheck direct mode):
 #     fsync -> EIO, write -> ENOSPC during a commit (ckstore writes with
 #     write(2), not pwrite). The commit must

@@ -84,7 +84,7 @@ assert_eq 0 "$T_RC" "ictest in direct mode under strace"
 assert_contains "$T_OUT" "FINAL 4 direct" "four versions committed directly"
 check "$D/trace" "$D/pfs" "direct mode"
 
-# 2. an agent writes the second level (seed 000 §6.2: multi-level)
+# 2. an agent writes the second level ([John24 §6.2]: multi-level)
 A=$T_TMP/agent
 mkdir -p "$A"
 $TR -o "$A/trace" icagent --listen "unix:$A/a0.sock" --app dur --pfs-dir "$A/pfs" >"$A/agent.log" 2>&1 &

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The live resize protocol between mjsched and running malleable jobs
-# (issue 8; mjsched(8) RESIZE PROTOCOL, mj(3)), with real processes on a
+# (mjsched(8) RESIZE PROTOCOL, mj(3)), with real processes on a
 # local virtual cluster, driven by `mjcontrol resize`:
 #   - shrink and expand committed; node states, allocations, events, metrics
 #   - expand with processes started on the added nodes (mj_launch)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The malleable policies drive live jobs (issue 8): mjsched runs minagree and
+# The malleable policies drive live jobs: mjsched runs minagree and
 # perf on a local virtual cluster and their Decisions reach running jobs as
 # orders over the resize protocol.
 #   minagree — a malleable job holding every node is shrunk so a rigid job
@@ -65,7 +65,7 @@ check_allocations_disjoint "$C"
 C=$T_TMP/p
 boot_cluster "$C" 6 --tick 0.2
 restart_with_policy "$C" perf
-# each job reports its MTCT before it registers (seed 000 §4.1; threshold 4)
+# each job reports its MTCT before it registers ([John24 §4.1]; threshold 4)
 write_script "$T_TMP/hi.sh" '#!/bin/bash' 'mjtest perf 10 1 >/dev/null' 'mjtest serve 20'
 write_script "$T_TMP/lo.sh" '#!/bin/bash' 'mjtest perf 0.1 1 >/dev/null' 'mjtest serve 20'
 write_script "$T_TMP/hold.sh" '#!/bin/bash' 'sleep 2'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An in-place expand that is not committed in time is rolled back (issue 8):
+# An in-place expand that is not committed in time is rolled back:
 # mjsched with resize.timeout 1 s orders a malleable nqueens job (2 nodes,
 # coordinator told to commit no earlier than 3 s after an order) to grow to
 # 6; the scheduler rolls the order back, the coordinator stops the workers it

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# nqueens resized in place while it runs (issue 8 evaluation 2): on an 8-node
+# nqueens resized in place while it runs: on an 8-node
 # local virtual cluster a malleable nqueens job (N = 14, a coordinator and one
 # worker per node, tasks slowed to 25 ms so it runs long enough) starts on 2
 # nodes, is ordered by hand (mjcontrol resize) to grow to 8 and then to shrink
-# to 3, then to 2 by count (the job chooses the node, seed 002 preShrink). Checks: both resizes are committed (the coordinator prints them with
+# to 3, then to 2 by count (the job chooses the node, [Finnerty24] preShrink). Checks: both resizes are committed (the coordinator prints them with
 # their latency, the state file records the new node sets, allocations stay
 # disjoint), workers really ran on the added nodes and the released ones'
 # workers are gone, and the solution count is the fixed-size 365596.
@@ -41,7 +41,7 @@ wait_for 20 "shrink 8->3 committed" has '^resize shrink 8->3 latency_s=' || t_fa
 assert_eq 3 "$(job_col "$C" "$id" num_nodes)" "the state file gives the job 3 nodes"
 assert_eq 3 "$(procs_matching "nqueens --taskbag-worker" | wc -l)" "3 worker processes left"
 
-# seed 002's preShrink: the order names a count, the job chooses its nodes
+# Finnerty et al.'s preShrink: the order names a count, the job chooses its nodes
 t_run mjcontrol resize "$id" 2 --job-chooses --wait 20
 assert_eq 0 "$T_RC" "a shrink by count is committed ($T_OUT $T_ERR)"
 assert_match 'Resize order=[0-9]+ shrink 3->2 count=1 committed' "$(mjstat -j "$id")" "mjstat shows the count order"

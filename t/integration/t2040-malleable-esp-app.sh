@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# esp-app resized in place follows mjsim's model (issue 8 "in place,
-# emulated"): a malleable esp-app (RUNTIME 8 s at 2 nodes, serial fraction
+# esp-app resized in place follows mjsim's model (emulated
+# and resized in place): a malleable esp-app (RUNTIME 8 s at 2 nodes, serial fraction
 # 0.1, time scale 0.02) on a 4-node local cluster is grown to 4 nodes by hand
-# after about a second. It pauses 14.55 x 0.02 s (seed 002's grow cost,
+# after about a second. It pauses 14.55 x 0.02 s (Finnerty et al.'s grow cost,
 # scaled) without progress, commits, and then runs at the Amdahl rate of
 # 4 nodes, so it ends after
 #   at + 0.291 + (8 - at) * f(4) / f(2),  f(n) = 0.1 + 0.9 / n,

@@ -1,6 +1,6 @@
 #!/bin/bash
-# An MPI job resized by checkpoint-restart through iCheck (issue 8,
-# evaluation 1; seed 000 §7.4.4): heat --malleable in the job script
+# An MPI job resized by checkpoint-restart through iCheck
+# ([John24 §7.4.4]): heat --malleable in the job script
 # share/dynres/examples/heat/heat-malleable.sh, one MPI rank per node, on a
 # local virtual cluster of 4 compute nodes and 1 iCheck node.
 #   - the job starts on 1 node; `mjcontrol resize J 4` orders an expand:

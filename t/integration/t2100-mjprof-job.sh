@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libmjprof inside a real dynres job (issue 8): heat runs under mpiexec -n 2
+# libmjprof inside a real dynres job: heat runs under mpiexec -n 2
 # with LD_PRELOAD=libmjprof.so and MJPROF_INTERVAL=0.3 as a job of a 2-node
 # local cluster; the profiler's periodic mj_report_perf calls reach mjsched,
 # which shows a positive MTCT for the job in `mjstat -j ID --json`, and each

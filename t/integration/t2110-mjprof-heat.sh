@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libmjprof (issue 8): the PMPI profiling library measures the time heat
+# libmjprof: the PMPI profiling library measures the time heat
 # (share/dynres/examples/heat) spends in MPI without any code in heat.
 # heat runs under mpiexec -n 2 with LD_PRELOAD=libmjprof.so and
 # MJPROF_SUMMARY=1 outside a job: each rank prints one mjprof line whose MTCT

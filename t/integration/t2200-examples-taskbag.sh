@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The in-place malleable task-parallel examples (issue 8) run fixed-size
+# The in-place malleable task-parallel examples run fixed-size
 # outside a job (--workers N) with exact results:
 #   - nqueens N = 10..14 counts the well-known 724, 2680, 14200, 73712,
 #     365596 solutions, with 1..4 workers and prefix depths 2 and 3;

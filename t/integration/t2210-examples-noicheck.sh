@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Example applications without checkpointing (seed 000 §2.2.2.2 heat,
+# Example applications without checkpointing ([John24 §2.2.2.2] heat,
 # §8.2.3.1 synth): the heat checksum must not depend on the rank count
 # (1 plain process, mpiexec -n 1/2/3/4) and synth must run with
 # enable_ichk: false, as a plain process and under mpiexec, with and without

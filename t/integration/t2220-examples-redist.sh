@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # heat resized through iCheck checkpoint/restart with data redistribution
-# (seed 000 §7.4.1, §7.4.4): an MPI heat run stops after iteration 30 on 4
+# [John24 §7.4.1, §7.4.4]: an MPI heat run stops after iteration 30 on 4
 # ranks (commit, finalize, exit 0), is relaunched on 2 ranks (stop at 70), on
 # 5 (stop at 95) and finishes on 3; each relaunch redistributes the grid's
 # block rows to the new rank count. The final checksum equals a fixed-size
 # run's; also from agent memory (2 agents) for 4 -> 4 -> 2. The same chain with
 # the hand-written MPI-IO redistribution (--hand-redist) gives the same
-# checksum; the lines each needs are counted (seed 000 Table 9.4: 1 vs > 3).
+# checksum; the lines each needs are counted ([John24 Table 9.4]: 1 vs > 3).
 # synth with one global array (cp_global) killed on 4 ranks and restarted on
 # 3 ends with the fixed-size checksum too. About 15 s.
 set -u
@@ -71,7 +71,7 @@ out=$(timeout 60 mpiexec -n 3 synth "${S[@]::${#S[@]}-1}" -s icheck_config="$W/d
 assert_match 'synth: restart version=[0-9]+ iteration=30 .* from_ranks=4 ranks=3' "$out" "synth: restored 4 -> 3"
 assert_eq "$sref" "$(sed -n 's/^synth: checksum=\([0-9a-f]*\).*/\1/p' <<<"$out")" "synth: killed on 4 ranks, finished on 3, fixed-size checksum"
 
-# Lines of code of the redistribution (seed 000 Table 9.4).
+# Lines of code of the redistribution [John24 Table 9.4].
 H=$DYNRES_SRC/share/dynres/examples/heat/heat.c
 n_ic=$(grep -c 'check_ic(icheck_add_adapt_global' "$H")
 n_hand=$(( $(sed -n '/HAND-REDIST BEGIN/,/HAND-REDIST END/p' "$H" | grep -v 'HAND-REDIST' | grep -cv '^\s*$') + $(grep -c 'hand_\(save\|load\)(hand,' "$H") ))

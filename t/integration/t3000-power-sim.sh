@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The power policy in mjsim (issue 9, seed 000 §9.2), qualitatively:
+# The power policy in mjsim [John24 §9.2], qualitatively:
 #   §9.2.2 — the upper and the lower violation at the start are corrected by
 #            the first pass that can resize the jobs (same instant), no
 #            violation of positive duration, the hungry job shrinks;
@@ -18,7 +18,7 @@ pj() { perl -MJSON::PP -0777 -ne 'my $d = decode_json($_); print $d->{power}{$AR
 # outside FILE — watt-seconds above + below
 outside() { awk -v a="$(pj "$1" above_ws)" -v b="$(pj "$1" below_ws)" 'BEGIN { print a + b }'; }
 
-# §9.2.2 with the runtime (the seed's runtime system), upper then lower
+# §9.2.2 with the runtime (the dissertation's runtime system), upper then lower
 for w in power-upper power-lower; do
   t_run mjsim -w "$w" -p power --power-mode runtime -q --json --power-csv "$T_TMP/$w.csv"
   assert_eq 0 "$T_RC" "mjsim $w"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Power live vs simulated (issue 9): a reduced §9.2.3 experiment -- one
+# Power live vs simulated: a reduced §9.2.3 experiment -- one
 # malleable Pi job (125 W/node, 1-16 nodes), the corridor changed at run time
 # by `pcorridor set` from a script standing for cron (100-600 -> 700-1200 ->
 # 1300-1900 W, then 2100-2600 W, which 16 nodes x 125 W cannot reach, then
@@ -13,7 +13,7 @@
 t_begin 120
 [[ -x $DYNRES_BIN/mjsim ]] || t_skip "mjsim is not built"
 cat >"$T_TMP/corridor" <<'EOT'
-# scaled seconds (0.02 x seed 000 §9.2.3's 240 s steps)
+# scaled seconds (0.02 x the 240 s steps of [John24 §9.2.3])
 0     100   600
 4.8   700   1200
 9.6   1300  1900

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck with controller + managers (seed 000 §6.1.2, §6.5, §7.1): register,
+# iCheck with controller + managers [John24 §6.1.2, §6.5, §7.1]: register,
 # agents placed by the controller, restart from agent memory, manager stops
 # heartbeating -> node down -> new agents at the next probe, controller
 # unreachable at init -> direct second-level writes, standby controller takes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck library + agents without a controller (seed 000 §6.1.3, §6.2):
+# iCheck library + agents without a controller [John24 §6.1.3, §6.2]:
 # pull and push, blocking and async, restart from agent memory, second level
 # written by the agents, MPI with 2 ranks and 2 agents, direct mode, and the
 # uninterrupted/restarted results being identical.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An agent authenticates its peers off the accept loop (issue 11 item 7):
+# An agent authenticates its peers off the accept loop:
 # silent TCP clients that connect and never send their MUNGE auth frame
 # (each would hold a serial accept loop for kAuthTimeoutMs = 2 s) keep
 # arriving while a real application (ictest, static TCP agent, MUNGE) commits

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The controller epoch is checked inside every write transaction (issue 11
-# item 12): a primary that checked its epoch at the start of a request, then
+# The controller epoch is checked inside every write transaction
+# (controller liveness): a primary that checked its epoch at the start of a request, then
 # stalled while a standby took over, must not write when it resumes.
 # Real daemons (icheck-boot: primary + standby, heartbeat 1 s, lease 2 s):
 #   a registration makes the primary ask the manager of n1 to start an agent;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck failure handling (seed 000 §6.5): agent killed during commits ->
+# iCheck failure handling [John24 §6.5]: agent killed during commits ->
 # direct writes, back to RDMA after a probe; every agent gone + restart ->
 # restore from the second level; corrupted second-level file -> refused,
 # older valid version used; application SIGKILLed at random moments ->

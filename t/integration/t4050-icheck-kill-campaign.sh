@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Short kill campaign (issue 11): bench/icheck/kill_campaign.py with one
+# Short kill campaign: bench/icheck/kill_campaign.py with one
 # SIGKILL of each kind -- an agent, a manager, the active controller, the
 # application -- during asynchronous commits every 200 ms, each followed by
 # the normal recovery. Every application restart must restore the newest

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# iCheck liveness (issue 11 item 12), with real daemons started by icheck-boot
+# iCheck liveness, with real daemons started by icheck-boot
 # (heartbeat 1 s, lease = 2 missed heartbeats, no relaunch):
 #   (1) lost agents are stopped: a manager stalled (SIGSTOP) past the lease is
 #       declared lost and its agents 'lost'; when it comes back, the
 #       controller tells it to stop those agents, and their processes end
 #       (they no longer hold their memory);
 #   (1b) a committed version that cannot be restored is reported, never
-#       silently rolled back (issue 11 item 1);
+#       silently rolled back;
 #   (1c) a start waiting for a stalled manager does not hold the controller
 #       lock: status requests and other nodes' heartbeats are served;
 #   (1d) agents are stopped only once the set's newest version is durable:
@@ -58,7 +58,7 @@ assert_contains "$T_OUT" "FINAL 4 rdma" "with new agents ($(tail -4 "$W/icheck/c
 # ------------------------------------------------ (1b) no silent roll-back
 # version 2 of "rb" is committed (agent + second level); then its agent is
 # killed and its second level wiped: the next run cannot restore it and must
-# say so (issue 11 item 1) rather than start anew silently
+# say so rather than start anew silently
 t_run timeout 60 ictest rb 20000 10 5 --persist
 assert_contains "$T_OUT" "FINAL 2 rdma" "rb committed version 2"
 RPID=$(sqw "SELECT a.pid FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'rb' AND a.state = 'up'")
@@ -110,7 +110,7 @@ assert_contains "$(cat "$W/slow.out")" '"app_id"' "and registers the application
 # ------------------------------------------------ (1d) agents stay until their version is durable
 # the second level cannot be written (its directory is a file): finalize
 # reports it, and the controller keeps the agents instead of stopping them
-# with the only copy of the newest version (issue 11 item 1)
+# with the only copy of the newest version
 rm -rf "$W/pfs"; : >"$W/pfs"
 t_run timeout 90 ictest keep 20000 20 5
 assert_eq 6 "$T_RC" "ictest exits 6: finalize failed ($T_ERR)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A restore checks the bytes an agent returns against the checksums the
-# library sent with the version (issue 11 item 2): a damaged agent copy is
+# library sent with the version: a damaged agent copy is
 # never handed to the application. The damage is done inside a real agent
 # with its test operation "test_corrupt" (one byte flipped in the middle of
 # every piece of a version), enabled by ICHECK_AGENT_TEST_OPS=1 in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck data redistribution (seed 000 §7.4.1): a checkpoint committed by N
+# iCheck data redistribution [John24 §7.4.1]: a checkpoint committed by N
 # MPI processes restored by M (4->2, 2->4, 3->5, 5->3, 1->8) with every
 # attribute (CONSTANT, SIZE, RANK, DEFAULT, DEFAULT_JOINING, VOLATILE) and
 # every distribution (BLOCK, CYCLIC, PREDEFINED explicit and process grid,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck SHMR layout (seed 000 §6.2.2): 4 MPI ranks on one node copy their
+# iCheck SHMR layout [John24 §6.2.2]: 4 MPI ranks on one node copy their
 # regions into one node-local shared segment, the node leader hands it to
 # its agent with one RMA stream; pull and push, blocking and asynchronous;
 # restart from agent memory and from the second level must give the result

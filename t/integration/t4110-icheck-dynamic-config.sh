@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dynamic configuration (seed 000 Listing 6.2) reaches a running
+# The dynamic configuration [John24 Listing 6.2] reaches a running
 # application: the controller re-reads the file every read_interval and
 # sends its transfer settings with every probe reply; the library applies
 # them from then on. Evidence comes from the agent itself (its "stats":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# iCheck across users (issue 11), end to end over TCP with the real munged:
+# iCheck across users, end to end over TCP with the real munged:
 # the service (controller, manager, agents) runs as root, applications run as
 # root and as nobody (setpriv).
 #   (1) item 4: an application of nobody commits through root's agents; its

@@ -178,7 +178,7 @@ REPLY=$(rawtcp "$NADDR" '{"op":"auth"}' '{"op":"heartbeat","node":"trusted2","ad
 assert_contains "$REPLY" '"ok":true' "ICHECK_TCP_AUTH=none: a leading auth frame is skipped"
 t_run status_of "$N"
 assert_contains "$T_OUT" '"node": "trusted2"' "ICHECK_TCP_AUTH=none: a MUNGE client is served too"
-# without identities, the application's token (issue 11 item 8) is what
+# without identities, the application's token is what
 # keeps others from acting on it: app ids are small integers
 # (no real manager here: the registration records the app, then fails to
 # place agents; its id and token are taken from the state file)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# heat (MPI, 2D Jacobi, seed 000 §2.2.2.2) as a dynres batch job with iCheck.
+# heat (MPI, 2D Jacobi, [John24 §2.2.2.2]) as a dynres batch job with iCheck.
 #
 # A local cluster of 4 nodes, the last one reserved for checkpointing
 # (vcluster-boot --icheck-nodes 1 starts icheckd controller, standby and a

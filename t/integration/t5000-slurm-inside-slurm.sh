@@ -297,8 +297,8 @@ done
 
 # No cgroups: the whole test runs in a private mount namespace where
 # /sys/fs/cgroup is an empty tmpfs (as in a container or chroot without
-# cgroups), so the fixture must work without them (issue 10, defect 10:
-# slurmd failed with "Unable to initialize cgroup plugin"). Where a mount
+# cgroups), so the fixture must work without them (before this, slurmd
+# failed with "Unable to initialize cgroup plugin"). Where a mount
 # namespace cannot be made the test runs as it is, and says so.
 if [[ -z ${DYNRES_SIS_NO_CGROUP:-} ]]; then
     if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then

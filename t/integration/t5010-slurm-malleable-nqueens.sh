@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nqueens resized in place inside a real (outer) Slurm allocation (issue 8):
+# nqueens resized in place inside a real (outer) Slurm allocation:
 # dynres booted in `salloc -N4` of the 4-node outer Slurm fixture
 # (t/fixtures/outer-slurm) launches through srun; a malleable nqueens job
 # (N = 13) starts on 2 nodes, is grown to 4 and shrunk to 3 with mjcontrol

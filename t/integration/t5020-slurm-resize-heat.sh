@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An MPI job resized by checkpoint-restart inside a real (outer) Slurm
-# allocation (issue 8, evaluation 1, second half): the outer Slurm confirms
+# allocation: the outer Slurm confirms
 # that the relaunched steps ran on the job's new nodes.
 #
 #  1. A 5-node outer Slurm cluster (t/fixtures/outer-slurm); `salloc -N5`

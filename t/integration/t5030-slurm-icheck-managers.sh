@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# iCheck managers on their own hosts inside Slurm (issue 11, "Managers on
-# their own hosts"), with a real outer Slurm (t/fixtures/outer-slurm, 2 nodes
+# iCheck managers on their own hosts inside Slurm, with a real outer Slurm (t/fixtures/outer-slurm, 2 nodes
 # on this machine, MUNGE):
 #   1. `salloc -N2` runs this script again (--inside); there icheck-boot n1 n2
 #      detects the allocation and starts each node's manager as its own job

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mjsim end to end: the SWF reference figures of an independent simulator
-# (issue "mjsim": lublin_256.swf, 10,000 jobs on 256 nodes) within 0.5 %;
+# (lublin_256.swf, 10,000 jobs on 256 nodes) within 0.5 %;
 # outputs (--json, --csv, --gantt); every malleable policy on ESP and on a
-# seed 002 batch; bad input refused with a message and a non-zero exit.
+# [Finnerty24] batch; bad input refused with a message and a non-zero exit.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 240
 [[ -x $DYNRES_BIN/mjsim ]] || t_skip "mjsim is not built"

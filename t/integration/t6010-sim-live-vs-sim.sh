@@ -2,7 +2,7 @@
 # Live vs simulated: the first 20 ESP jobs on 8 virtual nodes, time-scaled,
 # run live through mjsched (share/dynres/esp submits them with mjsub, each
 # runs esp-app) and through mjsim with the same policy, order and scale. The
-# makespans must agree within 10 % (issue "mjsim": live vs simulated). The
+# makespans must agree within 10 %. The
 # simulator runs the same sched::decide(); the live run adds process start
 # and scheduler-tick latencies.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Live vs simulated with malleable jobs (issue 8, evaluation 3): the first 20
+# Live vs simulated with malleable jobs: the first 20
 # ESP jobs, all malleable, on 8 virtual nodes, time-scaled, run live through
 # mjsched with perf and with fpsma (esp --malleable-fraction 1: esp-app
 # registers through libmj, resizes in place on the scheduler's orders and
-# pays the seed 002 resize costs at this scale) and through mjsim with the
+# pays the [Finnerty24] resize costs at this scale) and through mjsim with the
 # same policy, jobs, seed and scale. The makespans must agree within 10 %, and
 # the live malleable runs must beat the simulated rigid EASY run.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"

@@ -1,5 +1,5 @@
 // The simulator: runtime models, hand-computed runs with resizes, workload
-// readers (SWF, ESP, seed 002 batches), determinism and bad input.
+// readers (SWF, ESP, [Finnerty24] batches), determinism and bad input.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -258,7 +258,7 @@ TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
   CHECK(js[1].id == 1);
 }
 
-TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 §9.1") {
+TEST_CASE("ESP for the simulator: the live order, malleable ranges of [John24 §9.1]") {
   auto live = workload::esp_workload({});
   auto rigid = esp_jobs(34, 0, 1);
   REQUIRE(rigid.size() == 230);
@@ -290,7 +290,7 @@ TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 �
   CHECK((half > 90 && half < 140));
 }
 
-TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node-hours on average") {
+TEST_CASE("Batches of [Finnerty24]: 25 jobs, arrivals, nested malleable subsets, 8 node-hours on average") {
   double node_hours = 0;
   const int kBatches = 400;
   for (uint64_t seed = 1; seed <= kBatches; ++seed) {
@@ -303,7 +303,7 @@ TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node
     }
   }
   CHECK(node_hours / kBatches == Approx(8).epsilon(0.03));
-  // every estimate is seed 002's job scripts' #REQUIRED_TIME (800 s), rigid
+  // every estimate is Finnerty et al.'s job scripts' #REQUIRED_TIME (800 s), rigid
   // or malleable, whatever the runtime
   for (double f : {0.0, 1.0})
     for (auto& j : batch_jobs(3, f)) CHECK(j.time_limit == 800);
