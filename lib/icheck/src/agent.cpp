@@ -21,9 +21,7 @@
 
 #include "dynres/icheck/fabric.hpp"
 #include "dynres/icheck/wire.hpp"
-#ifdef ICHECK_HAVE_CKSTORE
 #include "dynres/ckstore.hpp"
-#endif
 
 namespace dynres::icheck {
 
@@ -694,7 +692,6 @@ class Agent {
   }
 
   void write_part(uint64_t v, const std::vector<PieceP>& pieces) {
-#ifdef ICHECK_HAVE_CKSTORE
     int nslots, index;
     std::vector<std::string> peers;
     {
@@ -751,13 +748,9 @@ class Agent {
       Socket s = connect_to(peers[0], 5000);
       request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}, {"timeout_ms", 60000}}, 65000);
     }
-#else
-    (void)v, (void)pieces;
-#endif
   }
 
   void add_part(uint64_t v, int index, const std::string& part) {
-#ifdef ICHECK_HAVE_CKSTORE
     std::vector<std::string> all;
     int nranks = 0;
     {
@@ -793,9 +786,6 @@ class Agent {
     while (manifests_.size() > 64) manifests_.erase(manifests_.begin());
     pfs_done_cv_.notify_all();
     if (!err.empty()) throw std::runtime_error(err);
-#else
-    (void)v, (void)index, (void)part;
-#endif
   }
 
   /// Test operation (ICHECK_AGENT_TEST_OPS=1 only): flip one bit (0x40) of

@@ -21,23 +21,14 @@
 #include "dynres/icheck/config.hpp"
 #include "dynres/icheck/fabric.hpp"
 #include "dynres/icheck/wire.hpp"
-#ifdef ICHECK_HAVE_CKSTORE
 #include "dynres/ckstore.hpp"
-#endif
 
 namespace fs = std::filesystem;
 
 namespace dynres::icheck {
 
 bool safe_name(const std::string& s) {
-#ifdef ICHECK_HAVE_CKSTORE
   return ckstore::safe_component(s);
-#else
-  if (s.empty() || s.size() > 128 || s[0] == '.' || s.find("..") != std::string::npos) return false;
-  for (unsigned char c : s)
-    if (c < 0x20 || c == 0x7f || c == '/') return false;
-  return true;
-#endif
 }
 
 namespace {
@@ -703,7 +694,6 @@ class ClientImpl {
 
   /// Collective: write version v of every rank's regions to the second level.
   int direct_write(int64_t v) {
-#ifdef ICHECK_HAVE_CKSTORE
     bool ok = true;
     int code = ICHECK_OK;
     std::string part;
@@ -761,10 +751,6 @@ class ClientImpl {
     }
     cok = int(comm.max(comm.rank() == 0 ? cok : 0));
     return cok ? ICHECK_OK : ICHECK_EIO;
-#else
-    (void)v;
-    return ICHECK_EIO;
-#endif
   }
 
   /// Collective: find the newest restorable version (agents and second level).
@@ -804,7 +790,6 @@ class ClientImpl {
     v_agents = comm.all(v_agents > 0) ? -comm.max(-v_agents) : 0;  // min over ranks
     json info = {{"pfs", 0}, {"dir", 0}};
     if (comm.rank() == 0) {
-#ifdef ICHECK_HAVE_CKSTORE
       try {
         ckstore::Store st(pfs_root(), app, uid);
         auto vs = st.list_versions();
@@ -813,7 +798,6 @@ class ClientImpl {
         if (nv) info["pfs"] = *nv;
       } catch (...) {
       }
-#endif
     }
     info = json::parse(comm.bcast(info.dump()));
     int64_t v_pfs = info["pfs"], v_dir = info["dir"];
@@ -895,7 +879,6 @@ class ClientImpl {
   }
 
   int restore_from_pfs(int64_t v) {
-#ifdef ICHECK_HAVE_CKSTORE
     try {
       ckstore::Store st(pfs_root(), app, uid);
       auto m = st.manifest(uint64_t(v));
@@ -930,10 +913,6 @@ class ClientImpl {
       last_error = e.what();
       return ICHECK_EIO;
     }
-#else
-    (void)v;
-    return ICHECK_EIO;
-#endif
   }
 };
 
@@ -1139,14 +1118,12 @@ int Client::restart() {
     // verify; corrupt ones are refused and the next older valid one is used.
     std::vector<int64_t> cands;
     if (s.comm.rank() == 0) {
-#ifdef ICHECK_HAVE_CKSTORE
       try {
         ckstore::Store st(s.pfs_root(), s.app, s.uid);
         for (auto v : st.list_versions())
           if (st.has_manifest(v)) cands.push_back(int64_t(v));
       } catch (...) {
       }
-#endif
     }
     json cj = cands;
     cands = json::parse(s.comm.bcast(cj.dump())).get<std::vector<int64_t>>();
