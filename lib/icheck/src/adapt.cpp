@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm.hpp"
-#include "dynres/icheck/agent.hpp"
+#include "dynres/icheck/types.hpp"
 #include "dynres/ckstore.hpp"
 
 namespace dynres::icheck {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "dynres/icheck/agent.hpp"
+#include "dynres/icheck/types.hpp"
 #include "dynres/icheck/config.hpp"
 #include "dynres/icheck/fabric.hpp"
 #include "dynres/icheck/wire.hpp"

@@ -95,7 +95,4 @@ struct AgentOptions {
 /// a clean stop; throws on setup errors (bind, fabric).
 int run_agent(const AgentOptions& opt, std::atomic<bool>* stop = nullptr);
 
-/// Element size of an icheck_type value (1..5), 0 for anything else.
-size_t icheck_elem_size(int type);
-
 }  // namespace dynres::icheck
