@@ -1,4 +1,4 @@
-// Data redistribution of libicheck (seed 000 §7.4.1, Table 9.4): see adapt.hpp.
+// Data redistribution of libicheck [John24 §7.4.1, Table 9.4]: see adapt.hpp.
 //
 // Commit: every rank's part holds, next to its regions, the region
 // "__icheck_adapt" (JSON text): the committing process count N, the rank,

@@ -393,7 +393,7 @@ const char* Client::mode() const { return impl_->mode.c_str(); }
 double Client::last_commit_seconds() const { return impl_->last_tsync; }
 const char* Client::last_error() const { return impl_->last_error_.c_str(); }
 
-// ---- hooks of the data redistribution (adapt.cpp, seed 000 §7.4.1)
+// ---- hooks of the data redistribution (adapt.cpp, [John24 §7.4.1])
 RestartView Client::restart_view() {
   auto& s = *impl_;
   RestartView v{s.inited, &s.comm, s.restart_v, s.restart_src, s.pfs_root(), s.app, s.uid, 0};

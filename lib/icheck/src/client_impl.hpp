@@ -179,7 +179,7 @@ class ClientImpl {
 
   /// Apply the transfer settings the controller sends with a registration
   /// and with every probe reply ("params": the dynamic configuration of
-  /// seed 000 Listing 6.2 as the controller last read it): transfer
+  /// [John24 Listing 6.2] as the controller last read it): transfer
   /// (pull|push), chunk_mb and buffer_mb (MiB, > 0), zero_copy. Every rank
   /// applies the same broadcast reply, so all ranks agree. ICHECK_TRANSFER
   /// and ICHECK_ZERO_COPY in the environment win; values of the wrong type

@@ -69,7 +69,7 @@ uint64_t mem_available_bytes() {
 constexpr uint64_t kMaxSlots = 1u << 20;       ///< slots, agents, ranks of one application
 constexpr size_t kMaxRegions = 1u << 16;       ///< regions of one piece
 
-/// One version of one slot held in agent memory (seed 000 §6.2.3): a
+/// One version of one slot held in agent memory [John24 §6.2.3]: a
 /// pre-faulted mapping registered once with the slot's fabric. After the next
 /// version is published the piece becomes the slot's spare and is recycled
 /// as the target of the following commit (double buffering), so a steady

@@ -172,7 +172,7 @@ class Controller {
 
   /// Run f without the controller lock when the calling request holds it
   /// (handle()); relocked afterwards, also when f throws. For network calls
-  /// (issue 11 item 12): a slow manager must not starve heartbeats, the
+  /// (no peer may stall the daemon): a slow manager must not starve heartbeats, the
   /// monitor or other applications.
   template <class F>
   auto unlocked(F&& f) {

@@ -33,13 +33,13 @@ const std::vector<std::string> kMigrations = {
        ALTER TABLE icheck_nodes ADD COLUMN relaunches INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE icheck_nodes ADD COLUMN relaunch_at REAL;
        ALTER TABLE icheck_nodes ADD COLUMN relaunch_pid INTEGER;)",
-    // 3: controller epoch (issue 11 item 12): every controller that becomes
+    // 3: controller epoch (fencing a controller that lost its lease): every controller that becomes
     // active takes the next epoch; the lease is renewed only while the row
     // still holds this controller's epoch, so a primary that was stalled
     // past its lease finds itself fenced instead of acting beside the
     // standby that took over.
     R"(ALTER TABLE icheck_controller ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;)",
-    // 4: application token (issue 11 item 8): 128 random bits handed out at
+    // 4: application token (ids are guessable, the token is not): 128 random bits handed out at
     // registration; every later message about the application must carry
     // it (app ids are small sequential integers, easy to guess).
     R"(ALTER TABLE icheck_apps ADD COLUMN token TEXT;)"};

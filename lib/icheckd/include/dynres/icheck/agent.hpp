@@ -1,4 +1,4 @@
-// iCheck agent (seed 000 §6.1.1.1, §6.2, §6.2.3, §6.2.5): serves the
+// iCheck agent [John24 §6.1.1.1, §6.2, §6.2.3, §6.2.5]: serves the
 // processes of ONE application (identity: app name + uid), moves checkpoint
 // data by libfabric RMA, keeps versions in memory and writes the second level.
 //
