@@ -17,18 +17,16 @@
 
 namespace dynres::schedd {
 
-namespace {
-void flog(const std::string& msg) {
+void daemon_log(const std::string& msg) {
   char ts[32];
   time_t t = time(nullptr);
   strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime(&t));
   std::fprintf(stderr, "%s mjsched: %s\n", ts, msg.c_str());
   std::fflush(stderr);
 }
-}  // namespace
 
 NodeWatch& Daemon::node_watch() {
-  if (!nodes_) nodes_ = std::make_unique<NodeWatch>(cfg.node_timeout, now_seconds(), flog);
+  if (!nodes_) nodes_ = std::make_unique<NodeWatch>(cfg.node_timeout, now_seconds(), daemon_log);
   return *nodes_;
 }
 
@@ -49,7 +47,7 @@ void Daemon::react_to_nodes() {
     std::string nl = compress_hostlist(names);
     if (!st.mark_node_fail(job, nl, now)) return;
     auto j = st.job(job);
-    flog("job " + std::to_string(job) + ": lost node(s) " + nl + ": " +
+    daemon_log("job " + std::to_string(job) + ": lost node(s) " + nl + ": " +
          (j && j->requeue ? "stopped, to be requeued" : "stopped, to end NODE_FAIL"));
     if (j && launch::supervisor_alive(j->supervisor_pid.value_or(0), job))
       ::kill(static_cast<pid_t>(*j->supervisor_pid), SIGTERM);  // the supervisor stops the step; its end is the node failure
@@ -60,7 +58,7 @@ void Daemon::react_to_nodes() {
     for (int i : s.nodes) names.push_back(snap.nodes.at(i).name), lost = lost || snap.nodes.at(i).lost;
     std::string why;
     if (auto id = resizer().shrink_away(st, s.job, names, now, &why)) {
-      flog("job " + std::to_string(s.job) + ": shrink away from " + (lost ? "lost" : "drained") + " node(s) " +
+      daemon_log("job " + std::to_string(s.job) + ": shrink away from " + (lost ? "lost" : "drained") + " node(s) " +
            compress_hostlist(names) + " (order " + std::to_string(*id) + ")");
       shrink_why_.erase(s.job);
       continue;
@@ -69,10 +67,10 @@ void Daemon::react_to_nodes() {
       std::vector<int> gone;
       for (int i : s.nodes)
         if (snap.nodes.at(i).lost) gone.push_back(i);
-      flog("job " + std::to_string(s.job) + ": cannot shrink away from a lost node: " + why);
+      daemon_log("job " + std::to_string(s.job) + ": cannot shrink away from a lost node: " + why);
       fail(s.job, gone);
     } else if (shrink_why_[s.job] != why) {  // a drain waits; logged once per reason
-      flog("job " + std::to_string(s.job) + ": drain: shrink not ordered: " + why);
+      daemon_log("job " + std::to_string(s.job) + ": drain: shrink not ordered: " + why);
       shrink_why_[s.job] = why;
     }
   }
@@ -96,7 +94,7 @@ bool Daemon::serve_node_request(int c, const std::string& op, const proto::json&
   auto reply = update_node_request(state(), cr.uid, m, now_seconds());
   if (reply.contains("nodes"))
     for (auto& n : reply["nodes"])
-      flog("node " + n["name"].get<std::string>() + ": " + n["from"].get<std::string>() + " -> " +
+      daemon_log("node " + n["name"].get<std::string>() + ": " + n["from"].get<std::string>() + " -> " +
            n["to"].get<std::string>() + " (by uid " + std::to_string(cr.uid) + ")");
   proto::send_frame(c, reply);
   return false;

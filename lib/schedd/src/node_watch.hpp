@@ -22,6 +22,9 @@
 
 namespace dynres::schedd {
 
+/// One line "TIME mjsched: MSG" on stderr (mjsched.log), flushed.
+void daemon_log(const std::string& msg);
+
 class NodeWatch {
  public:
   using Log = std::function<void(const std::string&)>;

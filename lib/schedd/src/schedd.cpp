@@ -40,13 +40,7 @@ sched::JobKind kind_of(const std::string& k) {
   return sched::JobKind::rigid;
 }
 
-void log(const std::string& msg) {
-  char ts[32];
-  time_t t = time(nullptr);
-  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime(&t));
-  std::fprintf(stderr, "%s mjsched: %s\n", ts, msg.c_str());
-  std::fflush(stderr);
-}
+void log(const std::string& msg) { daemon_log(msg); }
 }  // namespace
 
 namespace {
