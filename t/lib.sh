@@ -73,6 +73,7 @@ _t_kill_tree() {  # pid: the process and its descendants
 
 _t_cleanup() {
   local rc=$?
+  set +e   # a test may run with set -e: the cleanup must run to its end
   trap - EXIT INT TERM HUP
   # the watchdog's sleep too: it holds our stdout, which ctest waits on
   [[ -n $T_WATCHDOG ]] && _t_kill_tree "$T_WATCHDOG"
