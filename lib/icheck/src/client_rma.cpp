@@ -32,6 +32,7 @@ void ClientImpl::ensure_fabric(const std::string& prov) {
 bool ClientImpl::connect_agents(const json& list) {
   bool ok = true;
   agent.reset();
+  extra.clear();
   try {
     if (!list.is_array() || list.empty()) throw std::runtime_error("empty agent list");
     if (shmr() && !comm.node_leader()) throw Skip{};  // the node leader talks for us
@@ -57,6 +58,7 @@ bool ClientImpl::connect_agents(const json& list) {
                      cfg.connect_timeout_ms * 10);
     l->peer = fab->add_peer(r.at("addr"));
     l->versions = r.value("versions", json::array());
+    l->app_versions = r.value("app_versions", json::array());
     agent = std::move(l);
   } catch (const Skip&) {
   } catch (const std::exception& e) {
@@ -260,6 +262,7 @@ int ClientImpl::finish_commit(int64_t v, bool ok) {
 
 void ClientImpl::drop_agents() {
   agent.reset();
+  extra.clear();
   rmr.clear();
   buf.reset();
   if (seg) seg->mr.reset();
