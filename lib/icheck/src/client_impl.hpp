@@ -269,6 +269,9 @@ class ClientImpl {
   bool restore_from_agent(int64_t v);
 
   int restore_from_pfs(int64_t v);
+  /// A control connection to agent `a` (index idx of the list), the fabric
+  /// set up for it first (keep_fabric: an existing one is used as is).
+  std::unique_ptr<AgentLink> open_link(const json& a, int idx, bool keep_fabric);
   AgentLink& link_to(int idx);
   std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
   bool read_agent(int idx, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);

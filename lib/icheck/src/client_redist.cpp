@@ -12,14 +12,7 @@ AgentLink& ClientImpl::link_to(int idx) {
   if (l) return *l;
   if (!agent_list.is_array() || idx < 0 || size_t(idx) >= agent_list.size())
     throw std::runtime_error("no agent " + std::to_string(idx) + " in the agent list");
-  const json& a = agent_list[size_t(idx)];
-  auto n = std::make_unique<AgentLink>();
-  n->addr = a.at("address");
-  n->id = a.value("id", "");
-  n->host = a.value("host", "");
-  n->index = idx;
-  if (!fab) ensure_fabric(choose_provider(n->addr, n->host));
-  n->sock = connect_to(n->addr, cfg.connect_timeout_ms * 3);
+  auto n = open_link(agent_list[size_t(idx)], idx, true);
   // a reader link: the agent's slot layout (that of the running commit) stays
   json r = request(n->sock,
                    {{"op", "hello"}, {"app", app}, {"uid", uid}, {"reader", true},

@@ -29,6 +29,17 @@ void ClientImpl::ensure_fabric(const std::string& prov) {
   fab_prov = prov;
 }
 
+std::unique_ptr<AgentLink> ClientImpl::open_link(const json& a, int idx, bool keep_fabric) {
+  auto l = std::make_unique<AgentLink>();
+  l->addr = a.at("address");
+  l->id = a.value("id", "");
+  l->host = a.value("host", "");
+  l->index = idx;
+  if (!keep_fabric || !fab) ensure_fabric(choose_provider(l->addr, l->host));
+  l->sock = connect_to(l->addr, cfg.connect_timeout_ms * 3);
+  return l;
+}
+
 bool ClientImpl::connect_agents(const json& list) {
   bool ok = true;
   agent.reset();
@@ -40,14 +51,7 @@ bool ClientImpl::connect_agents(const json& list) {
     const int slot = shmr() ? comm.node_index() : comm.rank();
     const int nslots = shmr() ? comm.nodes() : comm.size();
     int idx = slot % m;  // agents >= nslots get no slot: min(m, nslots) write second-level parts
-    const json& a = list[size_t(idx)];
-    auto l = std::make_unique<AgentLink>();
-    l->addr = a.at("address");
-    l->id = a.value("id", "");
-    l->host = a.value("host", "");
-    l->index = idx;
-    ensure_fabric(choose_provider(l->addr, l->host));
-    l->sock = connect_to(l->addr, cfg.connect_timeout_ms * 3);
+    auto l = open_link(list[size_t(idx)], idx, false);
     std::vector<std::string> peers;
     for (auto& x : list) peers.push_back(x.at("address"));
     json r = request(l->sock,
