@@ -27,6 +27,7 @@
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/corridor.hpp"
+#include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
 
@@ -236,6 +237,11 @@ ResizeServer& Daemon::resizer() {
   return *resize_;
 }
 
+IcheckServer& Daemon::icheck() {
+  if (!icheck_) icheck_ = std::make_unique<IcheckServer>(cfg.icheck_status_timeout, [](const std::string& m) { log(m); });
+  return *icheck_;
+}
+
 int Daemon::pass() {
   State& st = state();
   // Reconcile: a RUNNING job needs a live supervisor. Suspects are confirmed
@@ -264,6 +270,7 @@ int Daemon::pass() {
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);
     power_->annotate(st, snap, now, cfg.policy, cfg.tick);
@@ -291,8 +298,9 @@ int Daemon::pass() {
       });
   }
   const bool malleable = sched::is_malleable_policy(cfg.policy.policy);
-  if (snap.waiting.empty() && !malleable) return 0;
+  if (snap.waiting.empty() && !malleable && !snap.icheck.present) return 0;
   auto d = sched::decide(snap, cfg.policy);
+  icheck().apply(st, d, snap, node_ids, now);  // grants use idle nodes no start of d uses
   if (d.notes != last_notes_) {
     for (auto& n : d.notes) log("policy: " + n);
     last_notes_ = d.notes;
@@ -359,6 +367,18 @@ bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
     wake = true;
     return true;
   }
+  if (op.rfind("ic_", 0) == 0) {  // the iCheck controller [John24 §7.3.1.1]
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+      proto::send_frame(c, {{"error", "cannot identify the peer"}});
+      return false;
+    }
+    auto a = icheck().serve(state(), static_cast<uint32_t>(cr.uid), m, now_seconds());
+    wake = a.contains("ok") && op != "ic_query";
+    proto::send_frame(c, a);
+    return false;
+  }
   if (op == "resize") {  // mjcontrol resize JOBID N: checked and answered by the resize server
     ucred cr{};
     socklen_t len = sizeof cr;
@@ -404,6 +424,7 @@ int Daemon::run() {
   {
     State fresh(state_path(home), true);  // create / migrate
     resize::migrate(fresh);
+    icheck_migrate(fresh);
   }
   resizer();  // rebuild the resize book; roll back orders a previous scheduler left
   int lfd = proto::listen_unix(sched_socket(home));

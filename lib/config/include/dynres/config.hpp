@@ -23,6 +23,9 @@ struct Config {
   double resize_backoff = 120;         ///< seconds without orders for a job after a rollback
   double resize_restart_timeout = 600; ///< seconds a restart-based resize may take after adapt-begin
   bool resize_shrink_by_count = false; ///< policy shrinks name a count; the job chooses its nodes ([Finnerty24] preShrink)
+  /// scheduler.icheck.status_timeout: seconds after the controller's last
+  /// Status before the scheduler stops lending it nodes [John24 §7.3.1.1]
+  double icheck_status_timeout = 30;
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

@@ -21,6 +21,7 @@ namespace dynres::schedd {
 
 class ResizeServer;
 class PowerView;
+class IcheckServer;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -77,10 +78,12 @@ struct Daemon {
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
   std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol
   std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples [John24 Ch. 5]
+  std::unique_ptr<IcheckServer> icheck_;  ///< nodes lent to iCheck [John24 §7.3.2]
   bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   State& state();
   ResizeServer& resizer();
+  IcheckServer& icheck();
   /// A one-shot request on the scheduler socket from peer uid (after the
   /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
   /// connection was handed over (a job's mj_hello) and must stay open.
