@@ -170,4 +170,10 @@ check_no_double "at the end"
 EV=$(sq "$C" "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM events WHERE kind LIKE 'icheck%' ORDER BY id)")
 assert_eq "icheck_request icheck_grant icheck_node_up icheck_reclaim icheck_node_returned" "$EV" "events of the exchange in order"
 assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM icheck_lent_history WHERE end_time IS NULL")" "every lending closed in the history"
+if command -v gnuplot >/dev/null; then
+  t_run mjstat --gantt "$T_TMP/gantt.png"
+  assert_eq 0 "$T_RC" "mjstat --gantt draws iCheck's lendings (stderr: $T_ERR)"
+  [[ -s $T_TMP/gantt.png ]] && t_pass "Gantt PNG written" || t_fail "no Gantt PNG"
+  [[ -n ${ICSCHED_KEEP_GANTT:-} ]] && cp "$T_TMP/gantt.png" "$ICSCHED_KEEP_GANTT"
+fi
 t_done
