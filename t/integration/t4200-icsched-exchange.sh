@@ -143,6 +143,8 @@ assert_eq '{"ok":true}' "$A" "Response NEW_NODES accepted"
 assert_eq "n1:held n2:held" "$(lent)" "n1, n2 are iCheck's"
 assert_eq '{"changes":[],"ok":true}' "$(status 0)" "no change pending once answered"
 assert_eq 2 "$(sq "$C" "SELECT COUNT(*) FROM icheck_lent_history WHERE end_time IS NULL")" "two open lendings in the history"
+t_run mjsub --test-only -N 3 -t 1 wide.sh
+assert_contains "$T_OUT" "could not start" "--test-only counts the lent nodes as taken (2 of 4 idle)"
 
 # -- favour applications: reclaim mostly free nodes for the waiting job -----
 python3 - "$C/dynres.yaml" <<'EOF'

@@ -94,6 +94,15 @@ std::string join(const std::vector<std::string>& v) {
 
 void icheck_migrate(State& st) { st.db().migrate("icsched", kMigrations); }
 
+std::set<int64_t> icheck_lent_ids(State& st) {
+  std::set<int64_t> ids;
+  Stmt t(st.db(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'icheck_lent'");
+  if (!t.step()) return ids;
+  Stmt s(st.db(), "SELECT node_id FROM icheck_lent");
+  while (s.step()) ids.insert(s.i64(0));
+  return ids;
+}
+
 json IcheckServer::refuse(const std::string& why) {
   log_("iCheck: refused: " + why);
   return {{"error", why}};

@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ namespace dynres::schedd {
 /// Create / migrate the tables of module "icsched" (icheck_link, icheck_lent,
 /// icheck_lent_history).
 void icheck_migrate(State& st);
+
+/// Ids (nodes.id) of the nodes lent to iCheck, in any state; empty when the
+/// scheduler never spoke the protocol. For build_snapshot (call it inside
+/// the snapshot's read transaction).
+std::set<int64_t> icheck_lent_ids(State& st);
 
 /// Bounds of the protocol's fields.
 inline constexpr int kIcMaxNodes = 4096;          ///< nodes in one Status / request

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <unordered_map>
 
 #include "dynres/hostlist.hpp"
@@ -81,8 +82,10 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
   std::map<int64_t, std::string> dep_block;
+  std::set<int64_t> lent;  // nodes lent to iCheck: neither idle nor a job's
   st.db().read_tx([&] {
     nodes = st.nodes();
+    lent = icheck_lent_ids(st);
     jobs = st.jobs({kRunning, kPending});
     for (auto& j : jobs) {  // dependencies, in the same snapshot
       if (j.state != kPending || j.dependency.empty()) continue;
@@ -116,7 +119,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   if (blocked) *blocked = dep_block;
   for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
-    s.nodes.push_back({n.name, n.state == "up", n.job_id});
+    s.nodes.push_back({n.name, n.state == "up", lent.count(n.id) ? sched::kIcheckJob : n.job_id});
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
   }
