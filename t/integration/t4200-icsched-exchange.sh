@@ -16,34 +16,18 @@
 # Response gives them back. About 15 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 90
-command -v python3 >/dev/null || t_skip "python3 is not installed"
+t_require python3
 
 C=$T_TMP/cluster
 W=$T_TMP/work
 mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 4 --tick 0.2 --kill-wait 1 --policy easy
+show_log() { echo "--- mjsched.log (tail)" >&2; tail -n 20 "$C/mjsched.log" >&2; }
+t_on_fail show_log
 
 # ic MESSAGE-JSON — one request on mjsched's socket; prints the answer
-cat >"$T_TMP/ic.py" <<'EOF'
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-b = sys.argv[2].encode()
-s.sendall(struct.pack(">I", len(b)) + b)
-def get(n):
-    d = b""
-    while len(d) < n:
-        c = s.recv(n - len(d))
-        if not c:
-            sys.exit("connection closed")
-        d += c
-    return d
-print(get(struct.unpack(">I", get(4))[0]).decode())
-EOF
-chmod 644 "$T_TMP/ic.py"
-ic() { python3 "$T_TMP/ic.py" "$C/mjsched.sock" "$1"; }
+ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
 GiB=1073741824
 status() {  # FREE-GIB-OF-LENT-NODES: a Status naming the boot node and the lent ones
   local nodes='{"name":"c1","total_mem":'$((10 * GiB))',"avail_mem":'$((5 * GiB))',"agents":1}' n
@@ -125,6 +109,8 @@ bad "a change id of 0" '{"op":"ic_response","change":0,"kind":"NEW_NODES","ok":t
 # another user, with the socket's permissions opened by mistake: the daemon
 # still refuses (SO_PEERCRED), not only the file mode
 if [[ -x /usr/bin/python3 ]] && id nobody >/dev/null 2>&1; then
+  cp "$DYNRES_SRC/t/frame-request" "$T_TMP/ic.py"
+  chmod 644 "$T_TMP/ic.py"
   chmod 755 "$T_TMP" "$C"
   chmod 666 "$C/mjsched.sock"
   A=$(runuser -u nobody -- /usr/bin/python3 "$T_TMP/ic.py" "$C/mjsched.sock" '{"op":"ic_request","urgency":"HIGH","nodes":1}' 2>&1)

@@ -16,33 +16,21 @@
 # About 25 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 120
-command -v python3 >/dev/null || t_skip "python3 is not installed"
-[[ -x $DYNRES_BIN/icheckd && -x $DYNRES_BIN/icagent ]] || t_skip "icheckd/icagent are not built"
+t_require python3 icheckd icagent
 
 C=$T_TMP/cluster
 W=$T_TMP/work
 mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 4 --icheck-nodes 1 --tick 0.2 --kill-wait 1 --policy easy
+show_logs() {
+  echo "--- mjsched.log (tail)" >&2; tail -n 15 "$C/mjsched.log" >&2
+  echo "--- controller (tail)" >&2; tail -n 15 "$C/icheck/controller-sched.log" >&2
+}
+t_on_fail show_logs
 
-cat >"$T_TMP/ic.py" <<'EOF'
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-b = sys.argv[2].encode()
-s.sendall(struct.pack(">I", len(b)) + b)
-def get(n):
-    d = b""
-    while len(d) < n:
-        c = s.recv(n - len(d))
-        if not c:
-            sys.exit("connection closed")
-        d += c
-    return d
-print(get(struct.unpack(">I", get(4))[0]).decode())
-EOF
-ic() { python3 "$T_TMP/ic.py" "$C/mjsched.sock" "$1"; }
+# ic MESSAGE-JSON — one request on mjsched's socket; prints the answer
+ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
 lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
 icnode() { sq "$C" "SELECT state FROM icheck_nodes WHERE node = '$1'"; }
 CTL=
