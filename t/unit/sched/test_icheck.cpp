@@ -29,20 +29,7 @@ Snapshot with_icheck(int n, V ic, double free_gib = 1, int min_nodes = 1, int ma
 }
 
 RunningJob& mall(Snapshot& s, int64_t id, V nodes, int lo, double mtct, double start = kNow - 1000) {
-  for (int n : nodes) s.nodes[n].job = id;
-  RunningJob r;
-  r.id = id;
-  r.kind = JobKind::malleable;
-  r.accepting = true;
-  r.req_nodes = static_cast<int>(nodes.size());
-  r.min_nodes = lo;
-  r.max_nodes = 64;
-  r.nodes = std::move(nodes);
-  r.start_time = start;
-  r.time_limit = 100000;
-  r.mtct = mtct;
-  s.running.push_back(std::move(r));
-  return s.running.back();
+  return test::malleable(s, id, std::move(nodes), lo, 64, Constraint::none, start, mtct);
 }
 
 WaitingJob rigid(int64_t id, int n) {
