@@ -55,6 +55,22 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
 }
 
+/// scheduler.icheck: iCheck-aware scheduling [John24 §7.3.2.2] (dynres.yaml(5)).
+void load_icheck(const YAML::Node& m, Config& c, const std::string& path) {
+  const std::string w = "scheduler.icheck";
+  check_keys(m, w, {"favour", "reclaim_free", "status_timeout"}, path);
+  auto f = get<std::string>(m, "favour", sched::to_string(c.policy.icheck_favour), w, path);
+  auto fv = sched::parse_icheck_favour(f);
+  if (!fv) throw ConfigError(path + ": unknown " + w + ".favour '" + f + "' (icheck|applications)");
+  c.policy.icheck_favour = *fv;
+  c.policy.icheck_reclaim_free = get<double>(m, "reclaim_free", c.policy.icheck_reclaim_free, w, path);
+  if (!(c.policy.icheck_reclaim_free >= 0 && c.policy.icheck_reclaim_free < 1))
+    throw ConfigError(path + ": " + w + ".reclaim_free must be a fraction in [0, 1)");
+  c.icheck_status_timeout = get<double>(m, "status_timeout", c.icheck_status_timeout, w, path);
+  if (!(c.icheck_status_timeout > 0 && c.icheck_status_timeout <= 86400))
+    throw ConfigError(path + ": " + w + ".status_timeout must be in (0, 86400] seconds");
+}
+
 /// scheduler.power: parameters of the power policy (dynres.yaml(5)).
 void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.power";
@@ -99,7 +115,9 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck", "nodes"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power"}, path);
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power",
+                                  "icheck"},
+             path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
   if (!p)
@@ -107,6 +125,7 @@ Config load_config(const std::string& path) {
   c.policy.policy = *p;
   load_malleable(s ? s["malleable"] : YAML::Node(), c.policy, path);
   load_power(s ? s["power"] : YAML::Node(), c.policy, path);
+  load_icheck(s ? s["icheck"] : YAML::Node(), c, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
   if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);

@@ -65,6 +65,8 @@ int Controller::run(std::atomic<bool>* stop) {
   std::printf("READY %s\n", bound_address(l, addr_).c_str());
   std::fflush(stdout);
   std::thread mon([&] { monitor(stop); });
+  std::thread link;
+  if (!cfg_.scheduler_socket.empty()) link = std::thread([&] { scheduler_link(stop); });
   // Connections are authenticated on their own thread (a slow or hostile
   // TCP peer never stalls this loop), at most kMaxPerPeer at a time per
   // peer host and kMaxConnections in all.
@@ -96,6 +98,7 @@ int Controller::run(std::atomic<bool>* stop) {
     }).detach();
   }
   mon.join();
+  if (link.joinable()) link.join();
   lease_th.join();
   // the per-connection threads use this object: wait for them (each ends
   // within its 10 s receive timeout plus its request)

@@ -127,6 +127,15 @@ class Controller {
 
   void monitor(std::atomic<bool>* stop);
 
+  /// The link to the batch scheduler (cfg_.scheduler_socket non-empty;
+  /// controller_sched.cpp) [John24 §7.3.1]: Status every status_interval,
+  /// the reactive scaler (Alg. 9) for the changes its answers carry — NEW_NODES
+  /// start managers there (answered once registered, or failed when the
+  /// node ends down), REMOVE_NODES release nodes without agents (their
+  /// manager is superseded) and refuse nodes with agents — and the proactive
+  /// scaler (Alg. 8) every scaler_interval.
+  void scheduler_link(std::atomic<bool>* stop);
+
   std::vector<std::string> nodes_where(const std::string& cond, double t);
 
   /// Node supervision (§6.5.2), every half heartbeat interval: an up node

@@ -93,6 +93,17 @@ StaticConfig load_static(const std::string& path) {
       get(n, "connect_timeout_ms", c.connect_timeout_ms);
       get(n, "request_timeout_ms", c.request_timeout_ms);
       get(n, "direct", c.direct);
+      if (auto sc = n["scheduler"]) {
+        get(sc, "socket", c.scheduler_socket);
+        get(sc, "scaler_interval", c.scaler_interval);
+        get(sc, "lower", c.scaler_lower);
+        get(sc, "upper", c.scaler_upper);
+        get(sc, "depletion_rate", c.scaler_depletion_rate);
+        get(sc, "bw_threshold", c.scaler_bw_threshold);
+        get(sc, "cp_threshold", c.scaler_cp_threshold);
+        get(sc, "min_nodes", c.scaler_min_nodes);
+        get(sc, "max_nodes", c.scaler_max_nodes);
+      }
       if (n["transport"]) {
         get(n["transport"], "provider", c.provider);
         get(n["transport"], "node", c.fabric_node);
@@ -105,6 +116,15 @@ StaticConfig load_static(const std::string& path) {
                                std::to_string(c.manager_relaunch_attempts));
     if (c.heartbeat_interval <= 0 || c.heartbeat_misses < 1)
       throw std::runtime_error(path + ": heartbeat_interval must be > 0 and heartbeat_misses >= 1");
+    if (!(c.status_interval > 0 && c.status_interval <= 3600) || !(c.scaler_interval > 0 && c.scaler_interval <= 3600))
+      throw std::runtime_error(path + ": status_interval and scheduler.scaler_interval must be in (0, 3600] seconds");
+    if (!(c.scaler_lower >= 0 && c.scaler_lower <= c.scaler_upper && c.scaler_upper <= 1))
+      throw std::runtime_error(path + ": need 0 <= scheduler.lower <= scheduler.upper <= 1 (fractions of a node's memory)");
+    if (!(c.scaler_depletion_rate >= 0) || !(c.scaler_bw_threshold >= 0) || !(c.scaler_cp_threshold >= 0))
+      throw std::runtime_error(path + ": scheduler.depletion_rate, bw_threshold and cp_threshold must be >= 0");
+    if (c.scaler_min_nodes < 0 || c.scaler_max_nodes < 0 || c.scaler_max_nodes > 4096 ||
+        (c.scaler_max_nodes > 0 && c.scaler_max_nodes < c.scaler_min_nodes))
+      throw std::runtime_error(path + ": need 0 <= scheduler.min_nodes <= scheduler.max_nodes <= 4096");
   }
   std::string h = home();
   auto dflt = [&](std::string& v, const char* sub) {
@@ -115,6 +135,7 @@ StaticConfig load_static(const std::string& path) {
   dflt(c.pfs_dir, "pfs");
   dflt(c.run_dir, "icheck");
   dflt(c.dynamic_file, "icheck-dynamic.yaml");
+  if (!c.scheduler_socket.empty()) c.scheduler_socket = resolve(dir, c.scheduler_socket);
   for (auto& a : c.controllers)
     if (a.rfind("unix:", 0) == 0 && a.size() > 5 && a[5] != '/') a = "unix:" + resolve(dir, a.substr(5));
   for (auto& a : c.agents)

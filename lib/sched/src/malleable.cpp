@@ -41,6 +41,12 @@ bool worth_growing(const RunningJob& r, int cur, int to, double now, const Polic
   return rem * (1.0 - static_cast<double>(cur) / to) > cfg.grow_cost;
 }
 
+// Algorithm 3's example: even, 10 nodes, 8 needed -> 2.
+int down_by_need(const RunningJob& r, int t, int need) {
+  if (int s = largest_admissible(r.constraint, r.min_nodes, t - need)) return s;
+  return smallest_admissible(r.constraint, r.min_nodes, t - 1);
+}
+
 namespace {
 
 
@@ -72,13 +78,6 @@ int step_down(const RunningJob& r, int t) {  // next admissible size down
 }
 int lowest(const RunningJob& r, int t) {  // smallest admissible size below t
   return smallest_admissible(r.constraint, r.min_nodes, t - 1);
-}
-/// Give up at least `need` nodes if possible (largest admissible <= t-need),
-/// else as many as possible (the smallest admissible size); 0 if none.
-/// Algorithm 3's example: even, 10 nodes, 8 needed -> 2.
-int down_by_need(const RunningJob& r, int t, int need) {
-  if (int s = largest_admissible(r.constraint, r.min_nodes, t - need)) return s;
-  return lowest(r, t);
 }
 
 

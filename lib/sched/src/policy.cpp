@@ -260,6 +260,10 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
 }  // namespace detail
 
 Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
+  return snap.icheck.present ? detail::decide_icheck(snap, cfg) : detail::decide_base(snap, cfg);
+}
+
+Decision detail::decide_base(const Snapshot& snap, const PolicyConfig& cfg) {
   if (cfg.policy == Policy::power) return detail::decide_power(snap, cfg);
   if (is_malleable_policy(cfg.policy)) return detail::decide_malleable(snap, cfg);
   Decision d;

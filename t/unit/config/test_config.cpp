@@ -150,3 +150,24 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
     }
   }
 }
+
+TEST_CASE("config: scheduler.icheck (iCheck-aware scheduling)", "[config]") {
+  TempDir d;
+  auto dflt = load_config(d.write("scheduler:\n  policy: perf\n"));
+  CHECK(dflt.policy.icheck_favour == sched::IcheckFavour::icheck);
+  CHECK(dflt.policy.icheck_reclaim_free == Approx(0.9));
+  CHECK(dflt.icheck_status_timeout == Approx(30));
+  auto c = load_config(d.write("scheduler:\n  icheck:\n    favour: applications\n    reclaim_free: 0.75\n"
+                               "    status_timeout: 12\n"));
+  CHECK(c.policy.icheck_favour == sched::IcheckFavour::applications);
+  CHECK(c.policy.icheck_reclaim_free == Approx(0.75));
+  CHECK(c.icheck_status_timeout == Approx(12));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favour: apps\n")),
+                    Contains("unknown scheduler.icheck.favour 'apps' (icheck|applications)"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    reclaim_free: 1\n")),
+                    Contains("scheduler.icheck.reclaim_free must be a fraction in [0, 1)"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    status_timeout: 0\n")),
+                    Contains("scheduler.icheck.status_timeout must be in (0, 86400] seconds"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favor: icheck\n")),
+                    Contains("unknown key 'scheduler.icheck.favor'"));
+}
