@@ -421,7 +421,7 @@ TEST_CASE("agent: end checks the region checksums it keeps; test ops are off by 
 }
 
 TEST_CASE("agent: a part of a version agent 0 skipped is answered at once, not at the timeout", "[agent][safety]") {
-  // it_icheck_lib under load: agent 0's second-level writer skipped v1 (v2
+  // t4010-icheck-app-api under load: agent 0's second-level writer skipped v1 (v2
   // was queued before it took up v1) while agent 1's only writer waited for
   // the manifest of v1 inside its "part" delivery; agent 0 then needed
   // agent 1's part of v2, queued behind that wait: every flush hung for the

@@ -19,7 +19,7 @@ status() { icheckd --status --config "$W/icheck.yaml"; }
 pid_of() { awk -v n="$1" '$1==n {print $2}' "$W/icheck/pids"; }
 result() { grep '^RESULT' "$1" | awk '{print $2}'; }
 
-# relaunch disabled: (b) checks a lost node goes down (relaunch: icheck_manager_relaunch.sh)
+# relaunch disabled: (b) checks a lost node goes down (relaunch: t4070-icheck-manager-relaunch.sh)
 timeout 30 "$SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-relaunch n1 n2 >/dev/null || fail "boot"
 export ICHECK_CONFIG=$W/icheck.yaml
 
