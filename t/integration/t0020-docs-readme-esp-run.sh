@@ -31,7 +31,7 @@ t_run env DYNRES_BUILD="$FRESH" TMPDIR="$T_TMP/tmp" "${argv[@]}" --count 20 --sc
 t_log "esp-run took $(( $(date +%s) - t0 )) s (exit $T_RC)"
 assert_eq 0 "$T_RC" "esp-run exits 0 on a fresh build directory"
 ((T_RC == 0)) || { echo "$T_OUT" | tail -20 >&2; echo "$T_ERR" | tail -20 >&2; }
-for b in mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim esp-app; do
+for b in mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjnoded mjworkload mjsim esp-app; do
   [[ -x $FRESH/bin/$b ]] || t_fail "the fresh build has no bin/$b"
 done
 
