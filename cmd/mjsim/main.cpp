@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   bool json = false, quiet = false, progress = false, notes = false;
   dynres::sim::SimOptions o;
   app.add_option("-w,--workload", workload,
-                 "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file")
+                 "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file (.swf, or gzip-compressed .swf.gz)")
       ->required();
   app.add_option("-p,--policy", policy,
                  "fcfs|backfill|easy|fpsma|egs|minagree|perf|power (default: --config's scheduler.policy, else easy)");

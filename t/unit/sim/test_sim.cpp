@@ -1,5 +1,7 @@
 // The simulator: runtime models, hand-computed runs with resizes, workload
 // readers (SWF, ESP, [Finnerty24] batches), determinism and bad input.
+#include <zlib.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -251,6 +253,61 @@ TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
   CHECK_THROWS_WITH(read_swf(d.file("missing.swf")), Contains("cannot read"));
   auto long_line = d.write("long.swf", "1 0 -1 10 1 -1 -1 1 10" + std::string(5000, ' ') + "\n");
   CHECK_THROWS_WITH(read_swf(long_line), Contains("long.swf:1: line longer than 4096 bytes"));
+}
+
+namespace {
+/// Write `text` gzip-compressed to `path` with zlib (what the Archive's .swf.gz are).
+void write_gz(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb9");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+}  // namespace
+
+TEST_CASE("SWF reader: gzip-compressed traces read like plain ones; damage is named") {
+  dynres::test::TempDir d("sim");
+  std::string text =
+      "; MaxNodes: 16\n"
+      "1 0 -1 100 4 -1 -1 4 200 -1 1 -1 -1 -1 0 -1 -1 -1\n"
+      "2 10 -1 300 -1 -1 -1 8 100 -1 1 -1 -1 -1 0 -1 -1 -1\n"
+      "3 20 -1 50 2 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1";  // no final newline
+  auto plain = read_swf(d.write("t.swf", text));
+  write_gz(d.file("t.swf.gz"), text);
+  auto gz = read_swf(d.file("t.swf.gz"));
+  CHECK(gz.max_nodes == 16);
+  REQUIRE(gz.jobs.size() == 3);
+  REQUIRE(plain.jobs.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(gz.jobs[i].id == plain.jobs[i].id);
+    CHECK(gz.jobs[i].req_nodes == plain.jobs[i].req_nodes);
+    CHECK(gz.jobs[i].runtime == plain.jobs[i].runtime);
+    CHECK(gz.jobs[i].time_limit == plain.jobs[i].time_limit);
+  }
+  CHECK(gz.jobs[2].runtime == 50);  // the last line without a newline is read
+  write_gz(d.file("bad.swf.gz"), "; c\n1 0 -1 10 1 -1 -1 1 10\n2 x -1 10 1 -1 -1 1 10\n");
+  CHECK_THROWS_WITH(read_swf(d.file("bad.swf.gz")), Contains("bad.swf.gz:3: field 2 is not a number"));
+  write_gz(d.file("long.swf.gz"), "1 0 -1 10 1 -1 -1 1 10" + std::string(5000, ' ') + "\n");
+  CHECK_THROWS_WITH(read_swf(d.file("long.swf.gz")), Contains("long.swf.gz:1: line longer than 4096 bytes"));
+  // A truncated download: the gzip stream ends early.
+  std::string big;
+  for (int i = 1; i <= 2000; ++i) big += std::to_string(i) + " " + std::to_string(i) + " -1 10 1 -1 -1 1 10\n";
+  write_gz(d.file("full.swf.gz"), big);
+  {
+    FILE* in = std::fopen(d.file("full.swf.gz").c_str(), "rb");
+    REQUIRE(in != nullptr);
+    std::string bytes(1 << 20, '\0');
+    bytes.resize(std::fread(bytes.data(), 1, bytes.size(), in));
+    std::fclose(in);
+    REQUIRE(bytes.size() > 100);
+    d.write("cut.swf.gz", bytes.substr(0, bytes.size() / 2));
+  }
+  CHECK(read_swf(d.file("full.swf.gz")).jobs.size() == 2000);
+  CHECK_THROWS_WITH(read_swf(d.file("cut.swf.gz")), Contains("cut.swf.gz: not a valid gzip file"));
+  CHECK_THROWS_WITH(read_swf(d.file("missing.swf.gz")), Contains("missing.swf.gz: cannot read the trace"));
+}
+
+TEST_CASE("keep_first: the first jobs in submission order") {
   std::vector<SimJob> js{job(3, 5, 1, 1), job(1, 5, 1, 1), job(2, 0, 1, 1)};
   keep_first(js, 2);  // submission order: submit time, then id
   REQUIRE(js.size() == 2);

@@ -173,15 +173,16 @@ struct SwfTrace {
   size_t dropped_invalid = 0;    ///< jobs without a run time or processor count
 };
 
-/// Read an SWF trace (Feitelson's Parallel Workloads Archive format): field 1
+/// Read an SWF trace (Feitelson's Parallel Workloads Archive format), plain or
+/// gzip-compressed (.swf.gz, detected by content): field 1
 /// id, 2 submit, 4 run time, 5 allocated processors (else 8 requested), 9
 /// requested time. Nodes = ceil(processors / procs_per_node). Estimate: the
 /// requested time, raised to the run time where the job ran past it; the run
 /// time where none is requested. Jobs run rigid for their recorded run time.
 /// nodes > 0 is the machine size (else the header's); larger jobs are
 /// dropped and counted. Throws std::runtime_error "FILE:LINE: ..." for a
-/// line that does not parse or is longer than 4096 bytes, or when the file
-/// cannot be read.
+/// line that does not parse or is longer than 4096 bytes, "FILE: ..." when the
+/// file cannot be read or its gzip data is damaged.
 SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
 
 /// The ESP benchmark [John24 Table 9.1] on `nodes` nodes with a share of
