@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", nodes, "machine size")->check(CLI::PositiveNumber);
   app.add_option("--load", load, "offered load (fraction of the machine)")->check(CLI::Range(0.1, 2.0));
   app.add_option("--reps", reps, "runs per configuration (median reported)")->check(CLI::PositiveNumber);
+  std::string only;
+  app.add_option("--only", only, "run only this policy (easy, perf or minagree; profiling)");
   CLI11_PARSE(app, argc, argv);
 
   auto path = (std::filesystem::temp_directory_path() / ("dynres-bench-sim-" + std::to_string(::getpid()) + ".swf")).string();
@@ -122,6 +124,7 @@ int main(int argc, char** argv) {
   for (const Case& c : {Case{"easy (rigid)", sched::Policy::easy, &tr.jobs, 3.0},
                         Case{"perf (50 % malleable)", sched::Policy::perf, &malleable, 15.0},
                         Case{"minagree (50 % malleable)", sched::Policy::minagree, &malleable, 15.0}}) {
+    if (!only.empty() && sched::to_string(c.p) != only) continue;
     sim::SimOptions o;
     o.nodes = nodes;
     o.policy.policy = c.p;

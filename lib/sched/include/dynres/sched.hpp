@@ -149,7 +149,11 @@ struct Snapshot {
   /// simulator): when idle_known, `idle` is the ascending list of idle
   /// (job == 0), up nodes and `up_count` the number of up nodes, and decide()
   /// uses them instead of scanning `nodes`. The caller guarantees they match
-  /// `nodes`; the live daemon leaves idle_known false.
+  /// `nodes`, and that every running job's `nodes` are in range and held by
+  /// it (nodes[n].job == id); when moreover every node is up (up_count ==
+  /// nodes.size()), decide() does not check each running job's nodes again
+  /// in every pass (O(nodes) per pass otherwise: mjsim on 10,000 nodes).
+  /// The live daemon leaves idle_known false.
   bool idle_known = false;
   std::vector<int> idle;
   int up_count = 0;
