@@ -59,9 +59,8 @@ print(' '.join(f"{sum(float(r[k]) for r in rs) / len(rs):.6g}" for k in keys))
 PY
 }
 
-# run WORKLOAD-ARGS... — mjsim --json into $TMP/r<N>.json, prints the file
-N=0
-run() { N=$((N + 1)); "$BIN/mjsim" "$@" --json -q >"$TMP/r$N.json"; echo "$TMP/r$N.json"; }
+# run FILE WORKLOAD-ARGS... — mjsim --json into FILE
+run() { local f=$1; shift; "$BIN/mjsim" "$@" --json -q >"$f"; }
 
 evaluate() {  # NAME then the mjsim workload arguments, one run per seed in SEEDS
   local name=$1 dat=$OUT/$1.dat share pol s files
@@ -70,7 +69,10 @@ evaluate() {  # NAME then the mjsim workload arguments, one run per seed in SEED
   for share in "${SHARES[@]}"; do
     for pol in "${POLICIES[@]}"; do
       files=()
-      for s in "${SEEDS[@]}"; do files+=("$(run "$@" --seed "$s" -p "$pol" -m "$share")"); done
+      for s in "${SEEDS[@]}"; do
+        files+=("$TMP/$name-$share-$pol-$s.json")
+        run "${files[-1]}" "$@" --seed "$s" -p "$pol" -m "$share"
+      done
       echo "$share $pol $(row "${files[@]}")" >>"$dat"
       printf '\r%s: %s %s done   ' "$name" "$share" "$pol" >&2
     done
@@ -92,7 +94,10 @@ for w in lublin esp batches; do
       batches) SEEDS=(1 2 3 4 5 6 7 8 9 10); args=(-w batches) ;;
     esac
     files=()
-    for s in "${SEEDS[@]}"; do files+=("$(run "${args[@]}" --seed "$s" -p "$pol" -m 1 --grow-cost 0 --shrink-cost 0)"); done
+    for s in "${SEEDS[@]}"; do
+      files+=("$TMP/free-$w-$pol-$s.json")
+      run "${files[-1]}" "${args[@]}" --seed "$s" -p "$pol" -m 1 --grow-cost 0 --shrink-cost 0
+    done
     echo "$w $pol $(row "${files[@]}")" >>"$TMP/free"
   done
 done
