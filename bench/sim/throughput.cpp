@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   };
   for (const Case& c : {Case{"easy (rigid)", sched::Policy::easy, &tr.jobs, 3.0},
                         Case{"perf (50 % malleable)", sched::Policy::perf, &malleable, 15.0},
-                        Case{"minagree (50 % malleable)", sched::Policy::minagree, &malleable, 15.0}}) {
+                        Case{"minagree (50 % malleable)", sched::Policy::minagree, &malleable, 3.0}}) {
     if (!only.empty() && sched::to_string(c.p) != only) continue;
     sim::SimOptions o;
     o.nodes = nodes;
