@@ -77,7 +77,6 @@ done <<EOF2
 -w esp -p sjf|unknown policy 'sjf'
 -w $T_TMP/none.swf|cannot read the trace
 -w $T_TMP/bad.swf|bad.swf:2: field 4 is not a number
--w $TRACE -m 0.5|applies to esp and batches
 -w esp --config $T_TMP/bad.yaml|management must be prma or pwma
 -w esp --config $T_TMP/missing.yaml|cannot read
 -w esp --model gustafson|--model must be amdahl or downey

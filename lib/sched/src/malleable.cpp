@@ -29,6 +29,8 @@ bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg) 
   if (r.kind != JobKind::malleable || !r.accepting || r.adapting) return false;
   if (!(remaining(r, s.now) > cfg.min_remaining)) return false;
   if (r.last_resize >= 0 && s.now - r.last_resize < cfg.min_resize_interval) return false;
+  if (s.idle_known && s.up_count == static_cast<int>(s.nodes.size()))
+    return !r.nodes.empty();  // every node up, the job's nodes valid and its own (Snapshot::idle_known)
   for (int n : r.nodes)  // a job on a lost node is left to failure handling
     if (n < 0 || n >= static_cast<int>(s.nodes.size()) || !s.nodes[n].up || s.nodes[n].job != r.id) return false;
   return !r.nodes.empty();
@@ -373,7 +375,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
       for (auto& [j, to] : p.sizes) {
         if (!j->shrunk) {
           j->held = j->r->nodes;
-          std::sort(j->held.begin(), j->held.end());
+          if (!std::is_sorted(j->held.begin(), j->held.end())) std::sort(j->held.begin(), j->held.end());
         }
         for (int k = j->target - to; k > 0; --k) {
           pool.extra.push_back(j->held.back());

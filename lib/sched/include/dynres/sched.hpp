@@ -202,7 +202,11 @@ struct Snapshot {
   /// simulator): when idle_known, `idle` is the ascending list of idle
   /// (job == 0), up nodes and `up_count` the number of up nodes, and decide()
   /// uses them instead of scanning `nodes`. The caller guarantees they match
-  /// `nodes`; the live daemon leaves idle_known false.
+  /// `nodes`, and that every running job's `nodes` are in range and held by
+  /// it (nodes[n].job == id); when moreover every node is up (up_count ==
+  /// nodes.size()), decide() does not check each running job's nodes again
+  /// in every pass (O(nodes) per pass otherwise: mjsim on 10,000 nodes).
+  /// The live daemon leaves idle_known false.
   bool idle_known = false;
   std::vector<int> idle;
   int up_count = 0;
@@ -332,13 +336,21 @@ struct PolicyConfig {
   bool power_favour_malleable = false;
   /// Waiting jobs tried as the ILP's candidate per pass (first feasible wins).
   int power_max_tries = 8;
-  /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
-  double power_ilp_time_limit = 0.05;
-  /// Wall-clock budget of all ILP solves of one pass, seconds: a solve gets
+  /// The ILP's size (dynres.yaml scheduler.power.ilp_jobs): at most this
+  /// many variables may change size; resizable jobs of equal per-node draw
+  /// and no node constraint count as one (their nodes summed), the rest of
+  /// the jobs hold their size (those that can move the draw least, by range
+  /// x |watts per node - idle watts|, then the highest id). 1-4096.
+  int power_ilp_jobs = 32;
+  /// lp_solve steps (calls of its abort callback: simplex iterations and
+  /// branch-and-bound nodes; IlpInput::step_limit) one solve may take for
+  /// the least idle power, and as many for the fewest moves. A count, not a
+  /// clock: the same snapshot gives the same decision on any machine.
+  long power_ilp_steps = 20000;
+  /// lp_solve steps all solves of one pass may take together: a solve gets
   /// at most what is left, none once it is spent (the candidates not tried
-  /// wait for the next pass). Bounds a pass over many running jobs
-  /// (bench/sched/latency: 8 timed-out solves over 1,000 malleable jobs).
-  double power_pass_budget = 0.2;
+  /// wait for the next pass).
+  long power_pass_steps = 100000;
   // ---- iCheck-aware scheduling [John24 §7.3.2.2] (dynres.yaml scheduler.icheck)
   IcheckFavour icheck_favour = IcheckFavour::icheck;
   /// applications: an iCheck node whose free memory is above this fraction
@@ -419,7 +431,8 @@ struct PolicyConfig {
 ///   a job is adapting, when no resize is decided; -w/-x jobs excluded).
 ///   power    — [John24 Alg. 4] with the ILP of Eq. 5.3 (lp_solve,
 ///              dynres::power::solve_corridor; pure computation, bounded by
-///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
+///              power_ilp_jobs variables and power_ilp_steps / power_pass_steps
+///              lp_solve steps, never by the clock). Reads Snapshot::power and the jobs'
 ///              min_power/max_power (W per node; unknown: the midpoint of
 ///              [idle_watts, node_max_watts]). Draw = sum n x [min, max] + idle x
 ///              idle_watts (or PowerView::draw_min/max in the proactive and
