@@ -60,6 +60,10 @@ SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
     double procs = alloc > 0 ? alloc : req_procs;
     if (!(id >= 0) || id > 9e15 || !(submit >= 0))
       throw std::runtime_error(path + ":" + std::to_string(lineno) + ": bad job id or submit time");
+    if (submit > kMaxSimTime || run > kMaxSimTime || req_time > kMaxSimTime)
+      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": submit, run or requested time above " +
+                               std::to_string(static_cast<int64_t>(kMaxSimTime)) +
+                               " s, beyond what the simulator can represent");
     if (run < 0 || !(procs > 0) || procs > 1e9) {
       ++tr.dropped_invalid;
       continue;
