@@ -48,17 +48,20 @@ if ! clang++ -fsanitize=fuzzer,address,undefined "$probe/p.cpp" -o "$probe/p" 2>
   exit 1
 fi
 
-echo "run.sh: building the fuzz targets in $BUILD (clang, ASan+UBSan; log $BUILD.build.log)" >&2
+mkdir -p "$BUILD"
+echo "run.sh: building the fuzz targets in $BUILD (clang, ASan+UBSan; log $BUILD/build.log)" >&2
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
   # -O1 with line tables: the usual fuzzing build (fast to build, readable stacks)
   CC=clang CXX=clang++ cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDYNRES_FUZZ=ON \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-    >"$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log" >&2; exit 1; }
+    >"$BUILD/configure.log" 2>&1 || { tail -30 "$BUILD/configure.log" >&2; exit 1; }
 fi
 build_args=()
 for t in "${TARGETS[@]}"; do build_args+=(--target "fuzz_$t"); done
-nice -n 10 cmake --build "$BUILD" -j"$(nproc)" "${build_args[@]}" >"$BUILD.build.log" 2>&1 || {
-  tail -40 "$BUILD.build.log" >&2; exit 1; }
+nice -n 10 cmake --build "$BUILD" -j"$(nproc)" "${build_args[@]}" >"$BUILD/build.log" 2>&1 || {
+  tail -40 "$BUILD/build.log" >&2; exit 1; }
+# the targets' input files and state files: in memory where possible (not the disk's fsync)
+[[ -d /dev/shm && -w /dev/shm ]] && export TMPDIR=/dev/shm
 
 # one target: fuzz it for SECONDS_PER seconds; its summary line on stdout
 run_one() {
@@ -73,7 +76,8 @@ run_one() {
   last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -1)
   local execs rate oom to crash
   execs=$(sed -nE 's/^#([0-9]+): .*/\1/p' <<<"$last")
-  rate=$(sed -nE 's/.* exec\/s:? ([0-9]+) .*/\1/p' <<<"$last")
+  # the average over the run (a status line's exec/s is its last job's)
+  rate=$(awk -v e="${execs:-0}" -v s="$SECONDS_PER" 'BEGIN { printf "%d", e / s }')
   read -r oom to crash < <(sed -nE 's/.*oom\/timeout\/crash: ([0-9]+)\/([0-9]+)\/([0-9]+).*/\1 \2 \3/p' <<<"$last")
   printf 'fuzz %-13s seconds=%-5s executions=%-10s exec/s=%-7s crashes=%-3s timeouts=%-3s ooms=%-3s found=%s\n' \
     "$t" "$SECONDS_PER" "${execs:-?}" "${rate:-?}" "${crash:-?}" "${to:-?}" "${oom:-?}" \

@@ -6,6 +6,7 @@
 // pushing one ("op"), and the state file stays consistent (the job holds
 // exactly the nodes the book says).
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,10 +124,13 @@ void resize_msg(const uint8_t* data, size_t size) {
         if (replies.pending() == before) break;
       }
     };
+    // as the daemon's poll loop: on_readable() when the connection is readable
     auto serve = [&] {
       for (int k = 0; k < 1000; ++k) {
         auto fds = rz.fds();
         if (std::find(fds.begin(), fds.end(), served) == fds.end()) return;
+        pollfd p{served, POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0) return;
         rz.on_readable(st, served, now);
         drain();
       }

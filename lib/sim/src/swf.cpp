@@ -48,9 +48,13 @@ SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
     std::string tok;
     while (fs >> tok) {
       double v;
-      if (!parse_num(tok, v))
+      if (!parse_num(tok, v)) {
+        std::string shown = tok.substr(0, 40);  // printable: a NUL would cut the message short
+        for (char& ch : shown)
+          if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
         throw std::runtime_error(path + ":" + std::to_string(lineno) + ": field " + std::to_string(f.size() + 1) +
-                                 " is not a number: '" + tok.substr(0, 40) + "'");
+                                 " is not a number: '" + shown + "'");
+      }
       f.push_back(v);
     }
     if (f.size() < 9)
