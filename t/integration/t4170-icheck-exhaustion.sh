@@ -145,10 +145,15 @@ PY
 chmod 644 "$P/call.py" "$P/hold.py"
 
 # ------------------------------------------- (1) 40 connections of A mid-frame
-as_a /usr/bin/python3 "$P/hold.py" "$ADDR" 40 1000 10 6 >"$T_TMP/hold1.out" 2>&1 &
-HOLD=$!
-bg_register $HOLD
-wait_for 20 "A's 40 connections are open" grep -q busy= "$T_TMP/hold1.out"
+# hold TAG N ANNOUNCE SEND SECONDS — A's hold.py in the background until its
+# connections are open (its report in $T_TMP/TAG.out); sets HOLD to its pid
+hold() {
+  as_a /usr/bin/python3 "$P/hold.py" "$ADDR" "$2" "$3" "$4" "$5" >"$T_TMP/$1.out" 2>&1 &
+  HOLD=$!
+  bg_register $HOLD
+  wait_for 30 "A's $2 connections announcing $3 bytes are open" grep -q busy= "$T_TMP/$1.out"
+}
+hold hold1 40 1000 10 6
 t0=$(date +%s.%N)
 REPLY=$(as_b /usr/bin/python3 "$P/call.py" "$ADDR" '{"op":"status"}' 2>&1)
 dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')
@@ -161,18 +166,12 @@ assert_contains "$(cat "$C/controller.log")" "from uid $A" "the controller logs 
 
 # ------------------------------------------- (2) memory
 RSS0=$(rss_mib)
-as_a /usr/bin/python3 "$P/hold.py" "$ADDR" 40 $((64 << 20)) 65536 3 >"$T_TMP/hold2.out" 2>&1 &
-HOLD=$!
-bg_register $HOLD
-wait_for 30 "A's 40 connections announcing 64 MiB are open" grep -q busy= "$T_TMP/hold2.out"
+hold hold2 40 $((64 << 20)) 65536 3
 RSS1=$(rss_mib)
 wait "$HOLD"
 HOLD2=$(cat "$T_TMP/hold2.out")
 assert_match 'limit=(2[0-9]|3[0-9]|40)' "$HOLD2" "64 MiB requests are refused from their announced length ($HOLD2)"
-as_a /usr/bin/python3 "$P/hold.py" "$ADDR" 30 $((1 << 20)) 4096 3 >"$T_TMP/hold3.out" 2>&1 &
-HOLD=$!
-bg_register $HOLD
-wait_for 30 "A's 30 connections mid-frame are open" grep -q busy= "$T_TMP/hold3.out"
+hold hold3 30 $((1 << 20)) 4096 3
 RSS2=$(rss_mib)
 wait "$HOLD"
 t_log "controller RSS: ${RSS0} MiB idle, ${RSS1} MiB with 40 x 64 MiB announced, ${RSS2} MiB with 30 x 1 MiB announced"
