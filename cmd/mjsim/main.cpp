@@ -96,6 +96,17 @@ int main(int argc, char** argv) {
   app.add_flag("--notes", notes, "print the policy's notes (why the power policy kept a broken corridor) on stderr");
   app.add_flag("--progress", progress, "show progress on stderr (default when stderr is a terminal)");
   app.add_flag("-q,--quiet", quiet, "no progress");
+  // NaN passes CLI::Range (every comparison with it is false): refuse it and +-inf in every number option
+  const CLI::Validator finite(
+      [](std::string& v) {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        return end != v.c_str() && !std::isfinite(d) ? "'" + v + "' is not a finite number" : std::string();
+      },
+      "FINITE");
+  for (const char* name : {"--idle-watts", "--node-max-watts", "--grace", "--malleable-fraction", "--time-scale",
+                           "--downey-sigma", "--grow-cost", "--shrink-cost", "--tick", "--tau"})
+    app.get_option(name)->check(finite);
   CLI11_PARSE(app, argc, argv);
   try {
     if (!config.empty()) {

@@ -2,8 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -32,10 +34,21 @@ DynamicConfig load_dynamic(const std::string& path, DynamicConfig d) {
     get(n, "read_interval", d.read_interval);
     get(n, "max_agents_node", d.max_agents_node);
     get(n, "max_agents_app", d.max_agents_app);
+    get(n, "max_agents_user", d.max_agents_user);
     get(n, "max_mem_node", d.max_mem_node_gb);
     if (n["init_agent_count"]) {
       auto s = n["init_agent_count"].as<std::string>();
-      d.init_agent_count = (s == "num_nodes") ? 0 : std::stoi(s);
+      if (s == "num_nodes") {
+        d.init_agent_count = 0;
+      } else {
+        char* end = nullptr;
+        errno = 0;
+        long v = std::strtol(s.c_str(), &end, 10);
+        if (s.empty() || *end || errno || v < 1 || v > 1000000)
+          throw std::runtime_error("init_agent_count must be num_nodes or an integer in [1, 1000000], not '" +
+                                   s.substr(0, 40) + "'");
+        d.init_agent_count = int(v);
+      }
     }
     get(n, "factor", d.factor);
     get(n, "candidate_count", d.candidate_count);
@@ -59,6 +72,26 @@ DynamicConfig load_dynamic(const std::string& path, DynamicConfig d) {
   }
   if (d.factor <= 1) d.factor = 2;
   if (d.pfs_every < 1) d.pfs_every = 1;
+  // counts and sizes the controller and agents rely on
+  auto range = [&](const char* key, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi)) {  // also NaN
+      std::ostringstream m;
+      m << path << ": " << key << " must be in [" << lo << ", " << hi << "], not " << v;
+      throw std::runtime_error(m.str());
+    }
+  };
+  range("max_agents_node", d.max_agents_node, 1, 100000);
+  range("max_agents_app", d.max_agents_app, 1, 100000);
+  range("max_agents_user", d.max_agents_user, 1, 100000);
+  range("candidate_count", d.candidate_count, 1, 100000);
+  range("block_size", d.block_size, 0, 100000);
+  range("keep_versions", d.keep_versions, 1, 1000000);
+  range("factor", d.factor, 1, 1000);
+  range("read_interval", d.read_interval, 0.01, 1e7);
+  range("max_mem_node", d.max_mem_node_gb, 0, 1e7);
+  range("max_cp_size_mb", d.compress_threshold_mb, 0, 1e12);
+  range("chunk_mb", d.chunk_mb, 1.0 / 1024, 1e6);
+  range("buffer_mb", d.buffer_mb, 1.0 / 1024, 1e7);
   return d;
 }
 

@@ -398,6 +398,10 @@ SimResult Engine::run() {
       throw std::invalid_argument("duplicate job id " + std::to_string(s.id));
     if (!(s.submit >= 0) || !(s.runtime >= 0))
       throw std::invalid_argument("job " + std::to_string(s.id) + ": negative submit time or runtime");
+    if (s.submit > kMaxSimTime || s.runtime > kMaxSimTime || s.time_limit > kMaxSimTime)
+      throw std::invalid_argument("job " + std::to_string(s.id) + ": submit time, runtime or time limit above " +
+                                  std::to_string(static_cast<int64_t>(kMaxSimTime)) +
+                                  " s, beyond what the simulator can represent");
     sched::WaitingJob w{s.id, s.kind, s.req_nodes, s.min_nodes, s.max_nodes, s.constraint, s.time_limit, s.submit};
     if (sched::min_size(w) == 0 || s.req_nodes < 1)
       throw std::invalid_argument("job " + std::to_string(s.id) + ": no admissible size");

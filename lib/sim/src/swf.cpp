@@ -89,9 +89,13 @@ SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
     std::string tok;
     while (fs >> tok) {
       double v;
-      if (!parse_num(tok, v))
+      if (!parse_num(tok, v)) {
+        std::string shown = tok.substr(0, 40);  // printable: a NUL would cut the message short
+        for (char& ch : shown)
+          if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
         throw std::runtime_error(path + ":" + std::to_string(lineno) + ": field " + std::to_string(f.size() + 1) +
-                                 " is not a number: '" + tok.substr(0, 40) + "'");
+                                 " is not a number: '" + shown + "'");
+      }
       f.push_back(v);
     }
     if (f.size() < 9)
@@ -101,6 +105,10 @@ SwfTrace read_swf(const std::string& path, int ppn, int nodes) {
     double procs = alloc > 0 ? alloc : req_procs;
     if (!(id >= 0) || id > 9e15 || !(submit >= 0))
       throw std::runtime_error(path + ":" + std::to_string(lineno) + ": bad job id or submit time");
+    if (submit > kMaxSimTime || run > kMaxSimTime || req_time > kMaxSimTime)
+      throw std::runtime_error(path + ":" + std::to_string(lineno) + ": submit, run or requested time above " +
+                               std::to_string(static_cast<int64_t>(kMaxSimTime)) +
+                               " s, beyond what the simulator can represent");
     if (run < 0 || !(procs > 0) || procs > 1e9) {
       ++tr.dropped_invalid;
       continue;

@@ -153,12 +153,18 @@ struct SimResult {
   double max_draw = 0, min_draw = 0;    ///< extremes of the draw while jobs ran, watts
 };
 
+/// Largest submit time, runtime or time limit a job may have, seconds (2^31,
+/// 68 years): up to submit + runtime = 2^32 s a double still tells instants
+/// 1 us apart, the simulator's resolution. Beyond it time stops advancing
+/// (t + dt == t) and a run would never end.
+constexpr double kMaxSimTime = 2147483648.0;
+
 /// Run the workload. Deterministic: same jobs and options give the same
 /// result. At one instant job ends are handled before arrivals, then one
 /// scheduling pass. Jobs are never killed at their time limit: a job that
 /// overruns its estimate is predicted to end now. Throws std::invalid_argument
 /// for nodes < 1, a job with no admissible size, negative submit or runtime,
-/// or duplicate ids.
+/// a submit time, runtime or time limit above kMaxSimTime, or duplicate ids.
 SimResult simulate(std::vector<SimJob> jobs, const SimOptions& opts);
 
 // ---- workloads --------------------------------------------------------------
@@ -184,8 +190,9 @@ struct SwfTrace {
 /// time where none is requested. Jobs run rigid for their recorded run time.
 /// nodes > 0 is the machine size (else the header's); larger jobs are
 /// dropped and counted. Throws std::runtime_error "FILE:LINE: ..." for a
-/// line that does not parse or is longer than 4096 bytes, "FILE: ..." when the
-/// file cannot be read or its gzip data is damaged.
+/// line that does not parse or is longer than 4096 bytes, a submit, run or
+/// requested time above kMaxSimTime, "FILE: ..." when the file cannot be read
+/// or its gzip data is damaged.
 SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
 
 /// How the jobs of a trace are made malleable or moldable (mjsim(1) "Malleable

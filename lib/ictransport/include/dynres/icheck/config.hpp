@@ -18,6 +18,7 @@ struct DynamicConfig {
   double read_interval = 30;      ///< s, re-read period of this file
   int max_agents_node = 80;       ///< agents per checkpoint node (fill-to-completion capacity)
   int max_agents_app = 80;        ///< agents per application
+  int max_agents_user = 32;       ///< agents of one user's applications together (one user cannot fill the nodes)
   double max_mem_node_gb = 90;    ///< GB an iCheck node may use for checkpoints
   int init_agent_count = 0;       ///< 0 = num_nodes (Alg. 5 line 16), else fixed
   double factor = 2;              ///< Alg. 5 growth/back-off factor
