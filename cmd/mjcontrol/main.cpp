@@ -69,7 +69,27 @@ int main(int argc, char** argv) {
       std::string key = upd_setting.substr(0, upd_setting.find('='));
       for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       std::string val = upd_setting.find('=') == std::string::npos ? "" : upd_setting.substr(upd_setting.find('=') + 1);
-      if (key != "cpus") throw std::invalid_argument("update node: unknown setting '" + upd_setting + "' (cpus=N)");
+      if (key != "cpus" && key != "realmemory" && key != "gres")
+        throw std::invalid_argument("update node: unknown setting '" + upd_setting +
+                                    "' (cpus=N, realmemory=MB, gres=gpu:N)");
+      if (key == "realmemory" || key == "gres") {  // as slurm.conf's RealMemory (MB) and Gres=gpu:N
+        std::string num = val;
+        if (key == "gres") {
+          if (val.rfind("gpu:", 0) != 0 && val != "none")
+            throw std::invalid_argument("update node: invalid gres '" + val + "' (gpu:N or none)");
+          num = val == "none" ? "0" : val.substr(4);
+        }
+        if (num.empty() || num.size() > 12 || num.find_first_not_of("0123456789") != std::string::npos)
+          throw std::invalid_argument("update node: invalid " + key + " '" + val + "' (a whole number >= 0)");
+        struct stat sb {};
+        if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
+          throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
+        std::vector<std::string> names;
+        if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
+        int n = st.set_node_resource(names, key == "gres" ? "gpus" : "mem_mb", std::stoll(num));
+        std::cout << "mjcontrol: " << n << " node(s) now have " << key << "=" << val << "\n";
+        return 0;
+      }
       if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
         throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");
       struct stat sb {};

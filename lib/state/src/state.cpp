@@ -93,6 +93,14 @@ CREATE TABLE events(
     // 11: sbatch -w/--nodelist (nodes the job must get) and -x/--exclude (nodes it must not), node lists; '' = none
     "ALTER TABLE jobs ADD COLUMN req_nodelist TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN exc_nodelist TEXT NOT NULL DEFAULT ''",
+    // 12: memory and GPUs (sbatch --mem/--mem-per-cpu, --gres/--gpus*): the nodes' memory (MB, 0 = unknown)
+    // and GPUs; the job's memory per node (MB, -1 = not given, 0 = all of a node), per CPU (MB, 0 = not
+    // given) and GPUs per node
+    "ALTER TABLE nodes ADD COLUMN mem_mb INTEGER NOT NULL DEFAULT 0 CHECK(mem_mb >= 0);"
+    "ALTER TABLE nodes ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0 CHECK(gpus >= 0);"
+    "ALTER TABLE jobs ADD COLUMN mem_per_node INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN mem_per_cpu INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN gpus_per_node INTEGER NOT NULL DEFAULT 0",
 };
 
 std::string user_of(int64_t uid) {
@@ -145,7 +153,8 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist";
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,"
+    "mem_per_node,mem_per_cpu,gpus_per_node";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -190,6 +199,9 @@ JobRecord job_from_row(const Stmt& s) {
   j.array_max = static_cast<int>(s.i64(38));
   j.req_nodelist = s.text(39);
   j.exc_nodelist = s.text(40);
+  j.mem_per_node = s.i64(41);
+  j.mem_per_cpu = s.i64(42);
+  j.gpus_per_node = static_cast<int>(s.i64(43));
   return j;
 }
 
@@ -216,8 +228,10 @@ void State::register_nodes(const std::vector<std::pair<std::string, std::string>
 
 std::vector<NodeRecord> State::nodes() {
   std::vector<NodeRecord> out;
-  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus FROM nodes ORDER BY id");
-  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5))});
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus, mem_mb, gpus FROM nodes ORDER BY id");
+  while (s.step())
+    out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5)), s.i64(6),
+                   static_cast<int>(s.i64(7))});
   return out;
 }
 
@@ -231,6 +245,39 @@ int State::node_cpus() {
   Stmt s(db_, "SELECT COALESCE(MIN(cpus), 1) FROM nodes WHERE state != 'down'");
   s.step();
   return static_cast<int>(s.i64(0));
+}
+
+int64_t State::node_mem_mb() {
+  Stmt s(db_, "SELECT COALESCE(MIN(mem_mb), 0) FROM nodes WHERE state != 'down'");
+  s.step();
+  return s.i64(0);
+}
+
+int State::node_gpus() {
+  Stmt s(db_, "SELECT COALESCE(MIN(gpus), 0) FROM nodes WHERE state != 'down'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+int State::set_node_resource(const std::vector<std::string>& names, const std::string& column, int64_t value) {
+  if (column != "mem_mb" && column != "gpus") throw DbError("unknown node resource '" + column + "'");
+  if (value < 0) throw DbError(column + " must not be negative, got " + std::to_string(value));
+  int n = 0;
+  db_.write_tx([&] {
+    Stmt up(db_, names.empty() ? "UPDATE nodes SET " + column + "=?" : "UPDATE nodes SET " + column + "=? WHERE name=?");
+    if (names.empty()) {
+      up.bind(1, value).run();
+      n = db_.changes();
+      return;
+    }
+    for (auto& name : names) {
+      up.bind(1, value).bind(2, name).run();
+      if (db_.changes() == 0) throw DbError("no node named '" + name + "'");
+      ++n;
+      up.reset();
+    }
+  });
+  return n;
 }
 
 int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
@@ -287,8 +334,9 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,"
+           "mem_per_node,mem_per_cpu,gpus_per_node) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -299,7 +347,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
-    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist);
+    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, j.mem_per_node).bind(29, j.mem_per_cpu);
+    s.bind(30, j.gpus_per_node);
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;
