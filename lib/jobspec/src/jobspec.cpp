@@ -2,6 +2,8 @@
 
 #include "dynres/hostlist.hpp"
 
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,12 +98,11 @@ const std::vector<OptionDef>& job_options() {
       // ---- accepted with a warning: no effect in a dynres cluster
       {{"-A", "--account"}, true, "dynres keeps no accounts", T::warned},
       {{"--acctg-freq"}, true, "dynres gathers no accounting samples", T::warned},
-      {{"--batch"}, true, "nodes declare no features to choose the batch host by", T::warned},
+
       {{"--bb"}, true, "dynres has no burst buffer", T::warned},
       {{"--bbf"}, true, "dynres has no burst buffer", T::warned},
       {{"--cluster-constraint"}, true, "dynres is one cluster", T::warned},
-      {{"--cluster"}, true, "dynres is one cluster", T::warned},
-      {{"-M", "--clusters"}, true, "dynres is one cluster", T::warned},
+
       {{"--comment"}, true, "dynres keeps no job comments", T::warned},
       {{"--container"}, true, "dynres runs no OCI containers", T::warned},
       {{"--context"}, true, "dynres sets no SELinux context", T::warned},
@@ -138,7 +139,7 @@ const std::vector<OptionDef>& job_options() {
       {{"-s", "--oversubscribe"}, false, "dynres nodes are exclusive to one job", T::warned},
       {{"-p", "--partition"}, true, "dynres has one partition", T::warned},
       {{"--power"}, true, "power is managed by the corridor (--min-power/--max-power)", T::warned},
-      {{"--prefer"}, true, "nodes declare no features", T::warned},
+
       {{"--priority"}, true, "dynres orders jobs by its policy, not by priority", T::warned},
       {{"--profile"}, true, "dynres gathers no profiles (see mjprof)", T::warned},
       {{"--propagate"}, false, "resource limits of the submitter are not propagated", T::warned, true},
@@ -161,8 +162,13 @@ const std::vector<OptionDef>& job_options() {
       {{"--reservation"}, true, "Requested reservation is invalid: a dynres cluster has no reservations", T::refused},
       {{"--tmp"}, true, "Requested node configuration is not available: the nodes declare no temporary disk",
        T::refused},
-      {{"--uid"}, true, "a job runs as its submitter", T::refused},
-      {{"--gid"}, true, "a job runs with its submitter's group", T::refused},
+      {{"--batch"}, true, "Job --batch option is invalid or not a subset of --constraints: the nodes declare no features",
+       T::refused},
+      {{"--prefer"}, true, "Invalid preferred feature specification: the nodes declare no features", T::refused},
+      {{"--cluster"}, true, "a dynres cluster is one cluster and keeps no cluster database", T::refused},
+      {{"-M", "--clusters"}, true, "a dynres cluster is one cluster and keeps no cluster database", T::refused},
+      {{"--uid"}, true, "a job runs as its submitter (accepted when it names the submitter)", T::refused},
+      {{"--gid"}, true, "a job runs with its submitter's group (accepted when it names that group)", T::refused},
   };
   return opts;
 }
@@ -195,6 +201,21 @@ int parse_positive(const std::string& opt, const std::string& v, const std::stri
 int parse_gpu_count(const std::string& opt, const std::string& v) {
   auto colon = v.rfind(':');
   return parse_bounded(opt, colon == std::string::npos ? v : v.substr(colon + 1), "GPU count", 1000000);
+}
+
+// --uid/--gid naming the submitter's own user or group (name or number).
+bool names_submitter(const std::string& key, const std::string& v) {
+  const bool all_digits = !v.empty() && v.size() < 10 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+  if (key == "--uid") {
+    if (all_digits) return std::stoll(v) == static_cast<long long>(::getuid());
+    struct passwd pw, *res = nullptr;
+    std::vector<char> buf(16384);
+    return ::getpwnam_r(v.c_str(), &pw, buf.data(), buf.size(), &res) == 0 && res && res->pw_uid == ::getuid();
+  }
+  if (all_digits) return std::stoll(v) == static_cast<long long>(::getgid());
+  struct group gr, *res = nullptr;
+  std::vector<char> buf(16384);
+  return ::getgrnam_r(v.c_str(), &gr, buf.data(), buf.size(), &res) == 0 && res && res->gr_gid == ::getgid();
 }
 
 std::string fmt_watts(double w) {
@@ -380,6 +401,7 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   if (!o->takes_value && !o->optional_value && !v.empty()) throw SpecError(key + ": takes no value");
   if (o->how == Treatment::client) return;  // mjsub's own; nothing of the job
   if (key == "--tmp" && parse_mem_mb(key, v) == 0) return;  // no temporary disk asked for
+  if ((key == "--uid" || key == "--gid") && names_submitter(key, v)) return;  // what it would be anyway
   if (o->how == Treatment::refused) throw SpecError(key + ": " + o->help);
   if (o->how == Treatment::warned) {
     s.warnings.push_back(key + ": " + o->help + "; ignored");
@@ -912,10 +934,10 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
       throw SpecError("--mem (" + std::to_string(*s.mem_per_node) + " MB) is more than the memory of a node (" +
                       std::to_string(node_mem_mb) + mem_note);
     j.mem_per_node = *s.mem_per_node;
-  } else if (s.mem_per_cpu) {
-    if (node_mem_mb > 0 && *s.mem_per_cpu * C > node_mem_mb)
-      throw SpecError("--mem-per-cpu (" + std::to_string(*s.mem_per_cpu) + " MB) x --cpus-per-task (" + std::to_string(C) +
-                      ") is more than the memory of a node (" + std::to_string(node_mem_mb) + mem_note);
+  } else if (s.mem_per_cpu) {  // Slurm refuses more than a node has for one CPU (not x --cpus-per-task)
+    if (node_mem_mb > 0 && *s.mem_per_cpu > node_mem_mb)
+      throw SpecError("--mem-per-cpu (" + std::to_string(*s.mem_per_cpu) + " MB) is more than the memory of a node (" +
+                      std::to_string(node_mem_mb) + mem_note);
     j.mem_per_cpu = *s.mem_per_cpu;
   } else if (s.mem_per_gpu) {
     const int64_t m = *s.mem_per_gpu * std::max(1, gpn);

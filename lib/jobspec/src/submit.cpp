@@ -196,7 +196,11 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["exc_nodelist"] = j.exc_nodelist;  // sbatch -x
   o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
   o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
-  o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;
+  // tasks: as given, else --ntasks-per-node (default 1) on the nodes it holds; a pending job with a node
+  // range counts its fewest nodes (as Slurm shows a pending job)
+  o["ntasks"] = j.ntasks ? j.ntasks
+                         : std::max(1, j.ntasks_per_node) *
+                               (j.num_nodes ? j.num_nodes : j.kind == "rigid" ? j.req_nodes : j.min_nodes);
   o["ntasks_per_node"] = j.ntasks_per_node ? nlohmann::json(j.ntasks_per_node) : nlohmann::json(nullptr);
   o["cpus_per_task"] = j.cpus_per_task;
   o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
