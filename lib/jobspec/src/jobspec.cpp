@@ -65,7 +65,7 @@ const std::vector<OptionDef>& job_options() {
        "ALL (default): the submitter's environment; NONE: the scheduler's; [ALL,]VAR[=value],...: "
        "only (or also) these variables"},
       {{"-d", "--dependency"}, true,
-       "start after other jobs: after|afterany|afterok|afternotok:ID[:ID...][,...] or singleton"},
+       "start after other jobs: TYPE:ID[:ID...][,...] with TYPE after, afterany, afterok or afternotok; or singleton"},
       {{"-a", "--array"}, true, "job array: indices 1-5, 1,3,7, 0-15:4, with %N at most N running at once"},
       {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code"},
       {{"-H", "--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
@@ -119,6 +119,7 @@ const std::vector<OptionDef>& job_options() {
       {{"--gpu-bind"}, true, "GPUs are bound through CUDA_VISIBLE_DEVICES only", T::warned},
       {{"--gpu-freq"}, true, "dynres does not set GPU frequencies", T::warned},
       {{"--gres-flags"}, true, "GPUs are not bound to sockets", T::warned},
+      {{"--gpus-per-socket"}, true, "nodes are counted in CPUs, not sockets (use --gpus-per-node)", T::warned},
       {{"--hint"}, true, "dynres does not bind tasks to cores", T::warned},
       {{"-i", "--input"}, true, "the standard input of a batch job is /dev/null", T::warned},
       {{"--kill-on-invalid-dep"}, true, "a job whose dependency can never be met stays pending "
@@ -135,7 +136,7 @@ const std::vector<OptionDef>& job_options() {
       {{"--ntasks-per-core"}, true, "nodes are counted in CPUs, not cores", T::warned},
       {{"--ntasks-per-socket"}, true, "nodes are counted in CPUs, not sockets", T::warned},
       {{"--ntasks-per-tres"}, true, "use --ntasks-per-gpu", T::warned},
-      {{"--open-mode"}, true, "output files are always appended to", T::warned},
+      {{"--open-mode"}, true, "output files are always created anew (truncated) when the job starts", T::warned},
       {{"-s", "--oversubscribe"}, false, "dynres nodes are exclusive to one job", T::warned},
       {{"-p", "--partition"}, true, "dynres has one partition", T::warned},
       {{"--power"}, true, "power is managed by the corridor (--min-power/--max-power)", T::warned},
