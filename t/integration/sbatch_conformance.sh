@@ -88,6 +88,21 @@ assert_contains "$T_ERR" "--qos: dynres has no QOS" "the warning names the optio
 t_run mjsub -H --parsable -Q --qos=normal --wrap true
 assert_eq "" "$T_ERR" "-Q: no warnings"
 
+# GPUs: refused while the nodes declare none (as Slurm, above); once they declare
+# two (vcluster-boot --gres gpu:2), the job's steps see their share
+t_run mjcontrol update node ALL gres=gpu:2
+assert_eq 0 "$T_RC" "mjcontrol update node ALL gres=gpu:2 ($T_ERR)"
+write_script "$W/gpu.sh" '#!/bin/bash' '#SBATCH --gres=gpu:2' '#SBATCH --mem=900' \
+  'echo "cuda=$CUDA_VISIBLE_DEVICES on_node=$SLURM_GPUS_ON_NODE mem=$SLURM_MEM_PER_NODE"'
+t_run mjsub -W -o "$W/gpu.out" "$W/gpu.sh"
+assert_eq 0 "$T_RC" "a --gres=gpu:2 job runs once the nodes have GPUs ($T_ERR)"
+assert_file_content "$W/gpu.out" "cuda=0,1 on_node=2 mem=900" "the job sees CUDA_VISIBLE_DEVICES for its 2 GPUs"
+t_run mjsub -H --gpus-per-node=3 --wrap true
+assert_contains "$T_ERR" "GPUs per node (3) are more than a node has (2)" "more GPUs than a node has: refused"
+t_run mjsub -H --parsable -G 3 --wrap true
+assert_eq "2 2" "$(mjcontrol --json show job "$T_OUT" | perl -MJSON::PP -0777 -ne '$d = decode_json($_); print "$d->{nodes_requested} $d->{gpus_per_node}"')" \
+  "-G 3 on nodes of 2 GPUs: 2 nodes, 2 GPUs each"
+
 # #SBATCH --wait: both wait for the job and exit with its exit code
 write_script "$W/wait.sh" '#!/bin/bash' '#SBATCH --wait' '#SBATCH -o /dev/null' 'exit 3'
 t_run sbatch "$W/wait.sh"
