@@ -79,6 +79,8 @@ const std::vector<OptionDef>& job_options() {
       {{"--ignore-pbs"}, false, "no #PBS directives are read (mjsub never reads them)"},
       {{"-Q", "--quiet"}, false, "no warnings about options without effect"},
       // ---- dynres's own
+      {{"--time-exact"}, true,
+       "time limit as --time but to the second, not rounded up to minutes (time-scaled workloads, tests)"},
       {{"--min-nodes", "--min-nodes-invasic"}, true, "fewest nodes a moldable/malleable job accepts"},
       {{"--max-nodes", "--max-nodes-invasic"}, true, "most nodes a moldable/malleable job accepts"},
       {{"--node-constraint", "--node-constraints"}, true, "node counts allowed: none|even|odd|pof2|square|cube"},
@@ -429,6 +431,14 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.nodes_given = true;
   } else if (key == "--time") {
     s.time_limit = parse_sbatch_time(key, v);
+  } else if (key == "--time-exact") {
+    const int64_t t = parse_sbatch_time(key, v);  // the same formats and bound
+    try {
+      const int64_t exact = parse_time_limit(v);
+      s.time_limit = exact == 0 ? kUnlimited : exact;
+    } catch (const std::exception&) {
+      s.time_limit = t;
+    }
   } else if (key == "--output") {
     s.output = v;
   } else if (key == "--error") {

@@ -95,6 +95,9 @@ TEST_CASE("sbatch options: time limits as Slurm's time_str2mins, with a bound", 
   CHECK(parse_sbatch_time("-t", "1:01") == 120);
   CHECK(parse_sbatch_time("-t", "0") == -1);  // no limit, as Slurm
   CHECK(parse_sbatch_time("-t", "36500-0") == 36500LL * 86400);
+  CHECK(spec({{"--time-exact", "0:02"}}).time_limit.value_or(0) == 2);  // dynres's own: to the second
+  CHECK(spec({{"--time-exact", "1-"}}).time_limit.value_or(0) == 86400);
+  REQUIRE_THROWS_WITH(spec({{"--time-exact", "99999999999"}}), Contains("--time-exact") && Contains("36500 days"));
   // past the bound: one clear message whatever the size of the number
   for (const char* t : {"36500-00:01", "999999999-00", "99999999999", "99999999999999999999999"})
     REQUIRE_THROWS_WITH(parse_sbatch_time("--time", t), Contains("--time") && Contains("longer than 36500 days"));
