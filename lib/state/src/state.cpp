@@ -260,7 +260,7 @@ int State::node_gpus() {
 }
 
 int State::set_node_resource(const std::vector<std::string>& names, const std::string& column, int64_t value) {
-  if (column != "mem_mb" && column != "gpus") throw DbError("unknown node resource '" + column + "'");
+  if (column != "cpus" && column != "mem_mb" && column != "gpus") throw DbError("unknown node resource '" + column + "'");
   if (value < 0) throw DbError(column + " must not be negative, got " + std::to_string(value));
   int n = 0;
   db_.write_tx([&] {
@@ -282,22 +282,7 @@ int State::set_node_resource(const std::vector<std::string>& names, const std::s
 
 int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
   if (cpus < 1) throw DbError("CPUs per node must be at least 1, got " + std::to_string(cpus));
-  int n = 0;
-  db_.write_tx([&] {
-    Stmt up(db_, names.empty() ? "UPDATE nodes SET cpus=?" : "UPDATE nodes SET cpus=? WHERE name=?");
-    if (names.empty()) {
-      up.bind(1, cpus).run();
-      n = db_.changes();
-      return;
-    }
-    for (auto& name : names) {
-      up.bind(1, cpus).bind(2, name).run();
-      if (db_.changes() == 0) throw DbError("no node named '" + name + "'");
-      ++n;
-      up.reset();
-    }
-  });
-  return n;
+  return set_node_resource(names, "cpus", cpus);
 }
 
 int64_t State::submit(JobRecord j) {

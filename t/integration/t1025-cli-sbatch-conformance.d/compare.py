@@ -145,6 +145,15 @@ def main():
             script, field, reason = line.split(None, 2)
             allow[(script, field)] = reason
     used, out, bad = set(), [], 0
+
+    def judge(key, prefix, what):  # one difference: allowed (with its reason) or counted
+        nonlocal bad
+        if key in allow:
+            used.add(key)
+            return f"{prefix}{what} (allowed: {allow[key]})"
+        bad += 1
+        return f"{prefix}DIFFERENCE {what}"
+
     n = both = identical = slurm_only = mj_only = neither = 0
     for line in open(results):
         name, src, sid, mrc, mid, sbase, mbase = line.rstrip("\n").split("\t")
@@ -155,12 +164,7 @@ def main():
             who = "Slurm only" if s_ok else "dynres only"
             slurm_only += s_ok
             mj_only += m_ok
-            if key in allow:
-                used.add(key)
-                out.append(f"{name}: accepted by {who} (allowed: {allow[key]})")
-            else:
-                bad += 1
-                out.append(f"{name}: DIFFERENCE accepted by {who}")
+            out.append(judge(key, f"{name}: ", f"accepted by {who}"))
             continue
         if not s_ok:
             neither += 1
@@ -172,13 +176,7 @@ def main():
         diffs = []
         for field in sf:
             if not same(field, sf[field], mf.get(field, "")):
-                key = (name, field)
-                if key in allow:
-                    used.add(key)
-                    diffs.append(f"  {field}: Slurm '{sf[field]}' dynres '{mf.get(field, '')}' (allowed: {allow[key]})")
-                else:
-                    bad += 1
-                    diffs.append(f"  {field}: DIFFERENCE Slurm '{sf[field]}' dynres '{mf.get(field, '')}'")
+                diffs.append(judge((name, field), f"  {field}: ", f"Slurm '{sf[field]}' dynres '{mf.get(field, '')}'"))
         if diffs:
             out.append(f"{name}: accepted by both, {len(diffs)} field(s) differ")
             out.extend(diffs)

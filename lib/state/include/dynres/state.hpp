@@ -117,7 +117,7 @@ class State {
   /// nodes that are not down (0: unknown memory / no GPUs).
   int64_t node_mem_mb();
   int node_gpus();
-  /// Set column "mem_mb" or "gpus" of the named nodes (all when names is
+  /// Set column "cpus", "mem_mb" or "gpus" of the named nodes (all when names is
   /// empty) in one transaction. Returns the nodes changed. Throws DbError for
   /// an unknown node or a negative value (nothing changed).
   int set_node_resource(const std::vector<std::string>& names, const std::string& column, int64_t value);
