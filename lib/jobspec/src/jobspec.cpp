@@ -69,6 +69,8 @@ const std::vector<OptionDef>& job_options() {
       {{"-a", "--array"}, true, "job array: indices 1-5, 1,3,7, 0-15:4, with %N at most N running at once"},
       {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code"},
       {{"-H", "--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
+      {{"--requeue"}, false, "after a node failure the job is requeued (the default, as Slurm's JobRequeue=1)"},
+      {{"--no-requeue"}, false, "after a node failure the job ends NODE_FAIL instead of being requeued"},
       {{"-b", "--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
       {{"-w", "--nodelist"}, true, "nodes the job must get, e.g. n[1-2] (more are added up to its node count)"},
       {{"-F", "--nodefile"}, true, "a file naming the nodes the job must get (as -w)"},
@@ -100,11 +102,9 @@ const std::vector<OptionDef>& job_options() {
       // ---- accepted with a warning: no effect in a dynres cluster
       {{"-A", "--account"}, true, "dynres keeps no accounts", T::warned},
       {{"--acctg-freq"}, true, "dynres gathers no accounting samples", T::warned},
-
       {{"--bb"}, true, "dynres has no burst buffer", T::warned},
       {{"--bbf"}, true, "dynres has no burst buffer", T::warned},
       {{"--cluster-constraint"}, true, "dynres is one cluster", T::warned},
-
       {{"--comment"}, true, "dynres keeps no job comments", T::warned},
       {{"--container"}, true, "dynres runs no OCI containers", T::warned},
       {{"--context"}, true, "dynres sets no SELinux context", T::warned},
@@ -133,8 +133,6 @@ const std::vector<OptionDef>& job_options() {
       {{"--network"}, true, "dynres configures no network", T::warned},
       {{"--nice"}, false, "dynres orders jobs by its policy, not by priority", T::warned, true},
       {{"-k", "--no-kill"}, false, "a failed node ends the job", T::warned, true},
-      {{"--requeue"}, false, "dynres does not requeue batch jobs", T::warned},
-      {{"--no-requeue"}, false, "dynres does not requeue batch jobs", T::warned},
       {{"--ntasks-per-core"}, true, "nodes are counted in CPUs, not cores", T::warned},
       {{"--ntasks-per-socket"}, true, "nodes are counted in CPUs, not sockets", T::warned},
       {{"--ntasks-per-tres"}, true, "use --ntasks-per-gpu", T::warned},
@@ -142,7 +140,6 @@ const std::vector<OptionDef>& job_options() {
       {{"-s", "--oversubscribe"}, false, "dynres nodes are exclusive to one job", T::warned},
       {{"-p", "--partition"}, true, "dynres has one partition", T::warned},
       {{"--power"}, true, "power is managed by the corridor (--min-power/--max-power)", T::warned},
-
       {{"--priority"}, true, "dynres orders jobs by its policy, not by priority", T::warned},
       {{"--profile"}, true, "dynres gathers no profiles (see mjprof)", T::warned},
       {{"--propagate"}, false, "resource limits of the submitter are not propagated", T::warned, true},
@@ -545,6 +542,9 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
     s.dependency = format_dependency(parse_dependency(v));
   } else if (key == "--hold") {
     s.hold = true;
+  } else if (key == "--requeue" || key == "--no-requeue") {
+    if (!v.empty()) throw SpecError(key + " takes no value");
+    s.requeue = key == "--requeue";
   } else if (key == "--nodelist" || key == "--exclude") {
     const std::string opt = key == "--nodelist" ? "-w/--nodelist" : "-x/--exclude";
     std::vector<std::string> names;
@@ -825,6 +825,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   s.exclusive = s.exclusive || c.exclusive;
   s.overcommit = s.overcommit || c.overcommit;
   s.warnings.insert(s.warnings.end(), c.warnings.begin(), c.warnings.end());
+  take(s.requeue, c.requeue);
   s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
   s.malleable = s.malleable || c.malleable;
@@ -1034,6 +1035,7 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
   j.script = script_text;
   j.held = s.hold;
+  j.requeue = s.requeue.value_or(true);
   j.begin_time = s.begin;
   j.dependency = s.dependency.value_or("");
   j.submit_dir = cwd;

@@ -194,6 +194,9 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["dependency"] = j.dependency;
   o["req_nodelist"] = j.req_nodelist;  // sbatch -w
   o["exc_nodelist"] = j.exc_nodelist;  // sbatch -x
+  o["requeue"] = j.requeue;            // --requeue / --no-requeue
+  o["restarts"] = j.restarts;          // requeued after node failures
+  o["lost_nodes"] = j.node_fail;       // nodes a running job lost ('' = none)
   o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
   o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
   // tasks: as given, else --ntasks-per-node (default 1) on the nodes it holds; a pending job with a node

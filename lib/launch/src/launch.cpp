@@ -446,6 +446,8 @@ int run_step(const StepConfig& cfg, int go_fd) {
       slurm_env.push_back({"GPU_DEVICE_ORDINAL", dev});
       slurm_env.push_back({"SLURM_GPUS_ON_NODE", std::to_string(job->gpus_per_node)});
     }
+    // a job requeued after a node failure knows it, as with Slurm
+    if (job->restarts > 0) slurm_env.push_back({"SLURM_RESTART_COUNT", std::to_string(job->restarts)});
     if (job->array_job_id && job->array_task_id) {
       slurm_env.push_back({"SLURM_ARRAY_JOB_ID", std::to_string(*job->array_job_id)});
       slurm_env.push_back({"SLURM_ARRAY_TASK_ID", std::to_string(*job->array_task_id)});

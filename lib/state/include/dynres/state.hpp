@@ -36,8 +36,26 @@ struct NodeRecord {
   std::string state;  ///< "up" | "down" | "drain"
   int64_t job_id = 0; ///< job holding the node, 0 when idle
   int cpus = 1;       ///< CPUs of the node (vcluster-boot --cpus-per-node)
+  std::string reason;                ///< why it is down or drained ('' when up)
+  std::optional<double> reason_time; ///< when its state last changed (seconds since the epoch)
+  std::optional<int64_t> reason_uid; ///< who set it (uid; mjsched's own uid for a detected failure)
   int64_t mem_mb = 0; ///< memory of the node, MB (vcluster-boot --mem-per-node; 0 = unknown)
   int gpus = 0;       ///< GPUs of the node (vcluster-boot --gres gpu:N)
+};
+
+/// One result of State::update_nodes.
+struct NodeUpdate {
+  std::string name, from, to;  ///< states "up" | "down" | "drain"
+};
+
+/// An ended attempt of a requeued job (its node failure), as sacct --duplicates.
+struct AttemptRecord {
+  int64_t job_id = 0;
+  std::string state;  ///< NODE_FAIL
+  std::optional<double> start_time;
+  double end_time = 0;
+  int num_nodes = 0;
+  std::string nodelist, reason;
 };
 
 struct JobRecord {
@@ -76,6 +94,9 @@ struct JobRecord {
   int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
   std::string req_nodelist;             ///< sbatch -w: nodes the job must get (node list); "" = none
   std::string exc_nodelist;             ///< sbatch -x: nodes the job must not get (node list); "" = none
+  bool requeue = true;                  ///< sbatch --requeue (default, Slurm's JobRequeue=1) / --no-requeue
+  int restarts = 0;                     ///< times requeued after a node failure
+  std::string node_fail;                ///< nodes a RUNNING job lost (node list); "" = none
   int64_t mem_per_node = -1;            ///< sbatch --mem, MB per node (0: all of it; -1: not given)
   int64_t mem_per_cpu = 0;              ///< sbatch --mem-per-cpu, MB per CPU (0: not given)
   int gpus_per_node = 0;                ///< sbatch --gres=gpu:N/--gpus*: GPUs the job gets on each node
@@ -169,7 +190,26 @@ class State {
 
   std::vector<AllocationRecord> allocations();
 
+  // ---- node health [Slurm scontrol update NodeName= State=] ---------------
+  /// Set the named nodes to "down" or "drain" (a reason is required) or
+  /// "resume" them (back to "up"), in one transaction, each with a "node"
+  /// event. Refused (DbError, nothing changed): an unknown node, an unknown
+  /// state, a missing reason, resume of an up node, drain of a down node.
+  /// Running jobs are not touched here: mjsched reacts to the new states.
+  std::vector<NodeUpdate> update_nodes(const std::vector<std::string>& names, const std::string& state,
+                                       const std::string& reason, int64_t uid, double now);
+  /// Record that RUNNING job id lost nodes `lost` (node list): from now on its
+  /// end, whatever its step reports, is recorded as a node failure (unless
+  /// it was cancelled). Returns false when not running or already marked.
+  bool mark_node_fail(int64_t id, const std::string& lost, double now);
+  /// Ended attempts of requeued jobs, oldest first.
+  std::vector<AttemptRecord> attempts();
+
  private:
+  /// Inside a write transaction: end RUNNING job id after the loss of `lost`:
+  /// requeued (PENDING again, the attempt kept in job_attempts, restarts+1)
+  /// or NODE_FAIL; its allocation is closed and its nodes freed.
+  bool end_node_fail(int64_t id, const std::string& lost, bool requeue, double now);
   int64_t insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task);
   Db db_;
 };
