@@ -16,16 +16,10 @@
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 120
 
-FIXTURE=$DYNRES_SRC/t/fixtures/outer-slurm
 SCRIPTS=$DYNRES_SRC/t/integration/t1025-cli-sbatch-conformance.d
 t_require python3
 ((EUID == 0)) || t_skip "the outer-Slurm fixture needs root"
-OUTER=$T_TMP/outer
-stop_outer() { "$FIXTURE" stop "$OUTER" >/dev/null 2>&1 || true; }
-t_on_exit stop_outer
-"$FIXTURE" start "$OUTER" --nodes 4 --cpus 2 --timeout 30 >"$T_TMP/outer.log" 2>&1 ||
-  { cat "$T_TMP/outer.log" >&2; t_fatal "outer Slurm did not start"; }
-eval "$("$FIXTURE" env "$OUTER")"
+outer_slurm_start 4   # nodes of 2 CPUs and 1000 MB (t/fixtures/outer-slurm)
 C=$T_TMP/cluster
 boot_cluster "$C" 4 --tick 0.2 --cpus-per-node 2 --mem-per-node 1000
 W=$T_TMP/work
