@@ -119,7 +119,7 @@ run_one() {
   while IFS=$'\t' read -r tag id jname submit kind req mn mx runtime serial limit pmin pmax; do
     [[ $tag == job ]] || continue
     sleep_until "$(awk -v a="$t0" -v o="$submit" 'BEGIN { printf "%.6f", a + o }')"
-    local args=(--parsable -J "$jname" -t "$(hms "${limit%.*}")" -o "$dir/%j-%x.out" -N "$req"
+    local args=(--parsable -J "$jname" --time-exact "$(hms "${limit%.*}")" -o "$dir/%j-%x.out" -N "$req"
       --min-power "$pmin" --max-power "$pmax")
     local script="#!/bin/bash
 exec $APP $runtime $req $serial"
