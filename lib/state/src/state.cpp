@@ -93,6 +93,10 @@ CREATE TABLE events(
     // 11: sbatch -w/--nodelist (nodes the job must get) and -x/--exclude (nodes it must not), node lists; '' = none
     "ALTER TABLE jobs ADD COLUMN req_nodelist TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN exc_nodelist TEXT NOT NULL DEFAULT ''",
+    // 12: the submitter's primary group (the job runs with it when mjsched runs as root; -1 = the
+    // daemon's) and umask (job output files are created with it, as Slurm)
+    "ALTER TABLE jobs ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18 CHECK(umask BETWEEN 0 AND 511)",
 };
 
 std::string user_of(int64_t uid) {
@@ -145,7 +149,7 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist";
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,gid,umask";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -190,6 +194,8 @@ JobRecord job_from_row(const Stmt& s) {
   j.array_max = static_cast<int>(s.i64(38));
   j.req_nodelist = s.text(39);
   j.exc_nodelist = s.text(40);
+  j.gid = s.i64(41);
+  j.umask = static_cast<int>(s.i64(42));
   return j;
 }
 
@@ -287,8 +293,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,gid,umask) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -299,7 +305,7 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
-    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist);
+    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, j.gid).bind(29, static_cast<int64_t>(j.umask & 0777));
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;

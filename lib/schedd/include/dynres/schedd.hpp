@@ -7,6 +7,7 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "dynres/config.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/sched.hpp"
 #include "dynres/state.hpp"
 
@@ -21,6 +23,7 @@ namespace dynres::schedd {
 
 class ResizeServer;
 class PowerView;
+class RateLimitedLog;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -81,10 +84,15 @@ struct Daemon {
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   State& state();
   ResizeServer& resizer();
-  /// A one-shot request on the scheduler socket from peer uid (after the
-  /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
-  /// connection was handed over (a job's mj_hello) and must stay open.
-  bool serve_request(int fd, const proto::json& m, bool& wake);
+  /// The request dispatcher: the first frame m of a connection from peer
+  /// (SO_PEERCRED): the daemon's own ops (ping, wake, a job's mj_hello,
+  /// mjcontrol's resize) here, the tools' requests through handle_request
+  /// (dynres/requests.hpp). Returns true when the connection was handed over
+  /// (a job's mj_hello) and must stay open.
+  bool serve_request(int fd, const Peer& peer, const proto::json& m, bool& wake);
+  /// Refused connections and messages, at most a few lines per peer per 10 s.
+  std::unique_ptr<RateLimitedLog> refused_;
+  void refused_log_(const std::string& key, const std::string& msg, double now);
 };
 
 }  // namespace dynres::schedd
