@@ -1,7 +1,7 @@
 /* icheck.h — application API of iCheck, the adaptive checkpoint/restart
- * service of dynres (seed 000 §6.1.3, §7.4.1).
+ * service of dynres [John24 §6.1.3, §7.4.1].
  *
- * Typical use (seed 000 Listing 6.1):
+ * Typical use [John24 Listing 6.1]:
  *
  *   int status;
  *   icheck_init(cfg, "heat", ICHECK_COMM(MPI_COMM_WORLD), &status);
@@ -65,7 +65,7 @@ enum {
   IC_PERSIST = 1 /**< keep the checkpoint in agent memory after the application ends */
 };
 
-/** Hints passed to icheck_probe_agents (seed 000 §6.1.3.2, Alg. 5/7). */
+/** Hints passed to icheck_probe_agents ([John24 §6.1.3.2, Alg. 5]/7). */
 typedef struct icheck_hints {
   double last_commit_seconds; /**< time of the most recent commit; <0: let the library measure */
   int num_nodes;              /**< current node count (changes for malleable jobs); 0 = unchanged */
@@ -130,7 +130,7 @@ int64_t icheck_version(void);
 /** "rdma" when agents are used, "direct" in file fallback mode, "none" before init. */
 const char* icheck_mode(void);
 
-/* ---- Data redistribution (seed 000 §7.4.1; malleability by restart, §7.4.4)
+/* ---- Data redistribution ([John24 §7.4.1]; malleability by restart, §7.4.4)
  *
  * A checkpoint committed by N processes can be restored by M processes.
  * Declare every object with its role before the first icheck_commit (and,
@@ -152,7 +152,7 @@ const char* icheck_mode(void);
  * Variadic arguments must have exactly the types named below (cast integer
  * literals: (size_t)1). */
 
-/** Attributes of icheck_add_adapt (seed 000 §7.4.1.1, replicated data). */
+/** Attributes of icheck_add_adapt ([John24 §7.4.1.1], replicated data). */
 typedef enum icheck_attr {
   ICHECK_CONSTANT = 1,       /**< same value on every rank: rank 0's copy is stored, restored everywhere */
   ICHECK_SIZE = 2,           /**< set to the restoring communicator size (int/float/double) */
@@ -164,7 +164,7 @@ typedef enum icheck_attr {
                                   stored value, joining ranks (rank >= N) get value */
 } icheck_attr;
 
-/** Distributions of icheck_add_adapt_global (seed 000 §7.4.1.2). */
+/** Distributions of icheck_add_adapt_global [John24 §7.4.1.2]. */
 typedef enum icheck_dist {
   ICHECK_BLOCK = 1,      /**< ... size_t width: contiguous blocks of whole units of width elements
                               (0 = 1); U = global/width units, rank r of P gets U/P units, the
@@ -214,7 +214,7 @@ typedef struct icheck_pmap icheck_pmap;
 int icheck_pmap_create(icheck_pmap** pmap);
 void icheck_pmap_free(icheck_pmap* pmap);
 
-/** The seed's icheck_add_processor_mapping(num_procs, dim, ..., pmap): with
+/** The icheck_add_processor_mapping of [John24](num_procs, dim, ..., pmap): with
  *  num_procs processes the row-major array of ndims extents `shape`
  *  (slowest first) is cut into a dims[0] x ... x dims[ndims-1] process grid
  *  (product = num_procs; block split per dimension as ICHECK_BLOCK); rank r

@@ -6,9 +6,9 @@
  * supervisor put in their environment (MJ_JOB_ID, MJ_SECRET): a process can
  * speak neither for another job nor for another user.
  *
- * Modelled on the four iMPI calls of seed 000 §2.2.2.1 (MPI_Init_adapt,
- * MPI_Probe_adapt, MPI_Comm_adapt_begin, MPI_Comm_adapt_commit) and on seed
- * 002's registration of a malleable handler:
+ * Modelled on the four iMPI calls of [John24 §2.2.2.1] (MPI_Init_adapt,
+ * MPI_Probe_adapt, MPI_Comm_adapt_begin, MPI_Comm_adapt_commit) and on
+ * Finnerty et al.'s registration of a malleable handler:
  *
  *   mj_status st;  mj_init_adapt(&st);      NEW, JOINING or RESUMED
  *   mj_register();                          from now on orders may arrive
@@ -23,14 +23,14 @@
  *   mj_finalize();
  *
  * A job is rigid until it registers and rigid again once it deregisters; it
- * cannot register again after deregistering (seed 002). Node states change in
+ * cannot register again after deregistering [Finnerty24]. Node states change in
  * the state file only when the commit is accepted. An order that is not
  * committed within the scheduler's timeout (mjsched(8), resize.timeout) is
  * rolled back: the job keeps its old nodes, mj_probe_adapt reports the
  * rollback and mj_adapt_commit returns MJ_ERR_ROLLED_BACK; the application
  * then stops whatever it started on the added nodes.
  *
- * Restart-based resizing (MPI jobs, seed 000 §7.4.4): mj_adapt_begin with
+ * Restart-based resizing (MPI jobs, [John24 §7.4.4]): mj_adapt_begin with
  * MJ_ADAPT_RESTART tells the supervisor that the job will checkpoint and exit;
  * when the job script ends, the supervisor runs it again on the new node list
  * (MJ_JOB_NODELIST, MJ_JOB_NUM_NODES, MJ_NODEFILE updated, MJ_RESTART_COUNT
@@ -92,7 +92,7 @@ typedef struct {
  * status. */
 int mj_init_adapt(mj_status* st);
 
-/* ---- registration (seed 002) ------------------------------------------------ */
+/* ---- registration [Finnerty24] ------------------------------------------------ */
 /* The job becomes malleable: orders may arrive. MJ_ERR_STATE after
  * mj_deregister (no re-registration). Registering twice is accepted. */
 int mj_register(void);
@@ -156,7 +156,7 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
 /* ---- reports ----------------------------------------------------------------- */
 /* Seconds spent in MPI and computing by this process since its previous
  * report (both >= 0, finite, sum > 0). The scheduler keeps the MTCT ratio of
- * seed 000 §4.1 (time in MPI / time computing) over the job's processes and
+ * [John24 §4.1] (time in MPI / time computing) over the job's processes and
  * the performance-aware policy uses it. libmjprof reports it on its own. */
 int mj_report_perf(double mpi_s, double compute_s);
 /* Fraction of the job's work done, in [0, 1]; shown by mjstat -j. */

@@ -1,6 +1,6 @@
 // bench_icheck_commit — commit and restart time / bandwidth of libicheck with
 // real icagent processes, against baselines measured in the same run
-// (seed 000 §6.2, §6.2.3; evaluation of ch. 9).
+// ([John24 §6.2, §6.2.3]; evaluation of ch. 9).
 //
 // Exact command lines (from the build directory, e.g. build/):
 //   bench/icheck/run.sh --quick        # 64 MiB, 1-2 procs, 1-2 agents   (< 1 min)

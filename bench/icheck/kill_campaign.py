@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""iCheck kill campaign (issue 11, "Kill campaign"): an application commits
+"""iCheck kill campaign: an application commits
 asynchronously every iteration (one iteration per --sleep-ms) through a real
 iCheck service (icheck-boot: primary + standby controller, one manager per
 node, agents, second level) while this driver SIGKILLs, at random moments,

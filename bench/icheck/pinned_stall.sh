@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pinned_stall.sh [RUNS] [HOGS] — the iCheck MPI commit/restore sequence of
-# t/integration/icheck_lib.sh (2 ranks, 2 agents, pull transfers) run RUNS
+# t/integration/t4010-icheck-app-api.sh (2 ranks, 2 agents, pull transfers) run RUNS
 # times (default 8) pinned to one core (taskset -c 0) beside HOGS busy loops
 # (default 3, not pinned: they load both cores). Prints each run's step times and, at the end,
 # how many runs had a step over 8 s ("stalled") and how many failed (a step

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# resize_latency — in-place resize latency of a malleable job (issue 8
-# evaluation 2; seed 002 measured 14.55 s per grow and 7.41 s per shrink).
+# resize_latency — in-place resize latency of a malleable job
+# ([Finnerty24] measured 14.55 s per grow and 7.41 s per shrink).
 #
 #   bench/mj/resize_latency.sh [-c CYCLES] [--nodes N] [--from F]
 #
@@ -13,7 +13,7 @@
 #           acknowledged (its "resize ... latency_s=" line);
 #   sched — order sent -> commit recorded, the duration of the scheduler's
 #           expand/shrink event (the figure the target refers to).
-# Prints the medians for grow and shrink, the seed 002 baselines and the
+# Prints the medians for grow and shrink, the [Finnerty24] baselines and the
 # ratio median / baseline (target: under 0.5 s each). The job's count must
 # still be 365596 (checked when it ends).
 #
@@ -83,7 +83,7 @@ for k in grow shrink; do
   base=14.55
   [[ $k == shrink ]] && base=7.41
   a=app_$k s=sched_$k
-  printf '%-6s median app %s s, sched %s s; seed 002 %s s; ratio sched/seed002 %s; target < 0.5 s\n' "$k" "${!a}" "${!s}" \
+  printf '%-6s median app %s s, sched %s s; [Finnerty24] %s s; ratio sched/Finnerty24 %s; target < 0.5 s\n' "$k" "${!a}" "${!s}" \
     "$base" "$(awk -v x="${!s}" -v b="$base" 'BEGIN { if (x == "nan" || x == "") print "n/a"; else printf "%.4f", x / b }')"
 done
 [[ $sol == 365596 ]] || { echo "resize_latency: wrong count $sol" >&2; exit 1; }

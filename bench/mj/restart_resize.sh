@@ -1,6 +1,6 @@
 #!/bin/bash
 # restart_resize.sh — the cost of a restart-based resize of an MPI job
-# (issue 8, evaluation 4; seed 000 §7.4.4 "malleability through
+# ([John24 §7.4.4] "malleability through
 # checkpoint-restart"): heat --malleable (share/dynres/examples/heat/
 # heat-malleable.sh, one rank per node) on a local virtual cluster of 4
 # compute nodes and 1 iCheck node, with S MiB of grid state, is shrunk 4 -> 2

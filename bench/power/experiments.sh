@@ -1,19 +1,19 @@
 #!/bin/bash
-# experiments.sh — the three power-corridor experiments of seed 000 §9.2 (issue
-# 9), run in simulation with mjsim and the power policy. Prints a table per
+# experiments.sh — the three power-corridor experiments of [John24 §9.2],
+# run in simulation with mjsim and the power policy. Prints a table per
 # experiment and writes power-vs-corridor plots (PNG, gnuplot) and the power
 # series (CSV) to the output directory:
 #
 #   1. §9.2.2 upper and lower enforcement (power-upper: 12 + 2 nodes,
 #      3000-4000 W; power-lower: 4 + 4 nodes, 1500-2500 W) with the runtime
-#      (mode runtime, as the seed's runtime system did) and Algorithm 4 (mode
+#      (mode runtime, as the dissertation's runtime system did) and Algorithm 4 (mode
 #      aware): the sizes after the first correction and when it happened.
 #   2. §9.2.3 dynamic corridor (power-dynamic: one malleable Pi job; 100-600
 #      -> 700-1200 -> 1300-1900 -> 100-600 W): the draw after each change.
 #   3. §9.2.4 / Table 9.2 (power-mix: 20 jobs on 14 nodes, 1700-2500 ->
 #      1000-1700 -> 2500-3500 W): static backfill (rigid jobs) vs runtime-only
 #      vs power-aware: violations, watt-seconds outside the corridor, makespan
-#      (seed: 6 / 2 / 0 violations, 13.75 / 14.25 / 14.00 min).
+#      ([John24]: 6 / 2 / 0 violations, 13.75 / 14.25 / 14.00 min).
 #
 #   bench/power/experiments.sh [--out DIR] [--seed S]   (default DIR: a temporary one, kept)
 # Needs a build (share/dynres/setup). Takes a few seconds.

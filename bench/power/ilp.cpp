@@ -4,7 +4,7 @@
 // (lp_solve's default MIP gap, phase 2 unbudgeted) on the same instances,
 // counting where the default lost a proven optimum, and against the LP
 // relaxation (the ratio default / LP).
-// Targets (issue 9): median < 1 ms for K <= 16, < 10 ms for K = 64.
+// Targets: median < 1 ms for K <= 16, < 10 ms for K = 64.
 //
 //   bench_power_ilp [instances per point, default 101] [seed]
 // Measured (2 shared cores, 41 instances): see bench/power/README.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# live.sh — the power-corridor experiments of seed 000 §9.2 (issue 9) run LIVE
+# live.sh — the power-corridor experiments of [John24 §9.2] run LIVE
 # on the local virtual cluster, time-scaled, each beside mjsim's figures for
 # the very same jobs (mjsim --print-jobs gives them; each job runs esp-app,
 # the emulated application that follows mjsim's runtime model and resizes in
@@ -26,7 +26,7 @@
 # §9.2.2/§9.2.3 (1800-9000 s runs -> 18-90 s), 0.05 for Table 9.2. Prints one table row per run:
 #   name policy/mode violations live/sim, makespan live/sim (scaled s),
 #   watt-seconds outside live/sim.
-# --run does one run and prints its row (t/integration/power_live_vs_sim.sh).
+# --run does one run and prints its row (t/integration/t3030-power-live-vs-sim.sh).
 # Needs a build with mjsim, mjsched, esp-app (share/dynres/setup). About 6 min.
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

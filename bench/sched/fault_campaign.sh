@@ -1,5 +1,5 @@
 #!/bin/bash
-# fault_campaign.sh — the scheduler's fault-injection campaign (issue 10):
+# fault_campaign.sh — the scheduler's fault-injection campaign:
 # a mixed workload runs on a local virtual cluster while a driver SIGKILLs
 # mjsched at random moments (and restarts it with vcluster-boot) and SIGKILLs
 # random mjstepd supervisors; a quarter of the jobs are cancelled at random, a

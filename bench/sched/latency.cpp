@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
                 to_string(p).c_str(), st.median, st.p90, target, st.median / target, d.starts.size(),
                 d.expands.size(), d.shrinks.size(), st.median / copy.median);
   }
-  // The power policy (seed 000 Algorithm 4 with the ILP of Eq. 5.3): every
+  // The power policy ([John24 Alg. 4] with the ILP of Eq. 5.3): every
   // job 100-300 W per node, idle nodes 71 W. Corridor kept (the start phase
   // and the growth of idle nodes) and broken (10 % above the upper bound:
   // the ILP over the 1,000 malleable running jobs, each solve bounded by

@@ -1,16 +1,16 @@
 #!/bin/bash
-# evaluate.sh — the simulator evaluations of the malleable policies (issue
-# "mjsim", evaluations 1-3), run with mjsim. Prints the tables and writes
+# evaluate.sh — the simulator evaluations of the malleable policies
+# (speed-up, resize cost, job batches), run with mjsim. Prints the tables and writes
 # PNG plots (gnuplot) next to the data:
 #
-#   1. ESP (seed 000 Table 9.1) on 34 nodes, malleable share 0/10/50/100 %
+#   1. ESP [John24 Table 9.1] on 34 nodes, malleable share 0/10/50/100 %
 #      x easy, backfill, fpsma, egs, perf, minagree: makespan, utilisation,
 #      average wait, response, bounded slowdown, resizes; the makespan lower
 #      bound; perf and minagree at 100 % against easy on the same jobs rigid
-#      (seed 000 Fig. 9.1: perf -19.3 % makespan against static backfilling).
-#   2. Seed 002: 10 batches x 6 shares (0..100 %) x fcfs, backfill, easy,
+#      ([John24 Fig. 9.1]: perf -19.3 % makespan against static backfilling).
+#   2. [Finnerty24]: 10 batches x 6 shares (0..100 %) x fcfs, backfill, easy,
 #      minagree = 240 runs: average makespan and utilisation per cell
-#      (seed 002 Fig. 9/10: minagree 1168 s -> 1006 s, utilisation 74.8 % ->
+#      ([Finnerty24 Fig. 9/10]: minagree 1168 s -> 1006 s, utilisation 74.8 % ->
 #      90.5 %).
 #
 #   bench/sim/evaluate.sh [--out DIR] [--seed S]   (default DIR: bench/sim)
@@ -65,7 +65,7 @@ print(f"makespan lower bound at 100 % malleable: {float(get[('1', 'perf')][9]):.
       f"({ch(get[('1', 'perf')][9], rigid[2])} vs easy rigid)")
 PY
 
-echo "== 2. seed 002 batches: 10 batches x 6 shares x 4 policies =="
+echo "== 2. [Finnerty24] batches: 10 batches x 6 shares x 4 policies =="
 BAT=$OUT/batches.dat
 printf '# share policy avg_makespan_s avg_utilisation runs\n' >"$BAT"
 for share in 0 0.2 0.4 0.6 0.8 1; do

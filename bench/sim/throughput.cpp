@@ -4,7 +4,7 @@
 // one-step growth makes it orders of magnitude slower at this scale).
 // Same-run baseline: a plain replay that starts every job at its submit time
 // and computes the same metrics. Prints the median of --reps runs, jobs/s,
-// and the ratio to the replay. Targets (issue "mjsim"): easy under 3 s, perf
+// and the ratio to the replay. Targets: easy under 3 s, perf
 // with 50 % malleable jobs under 15 s.
 #include <CLI/CLI.hpp>
 

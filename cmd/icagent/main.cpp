@@ -1,4 +1,4 @@
-// icagent — iCheck checkpoint agent (seed 000 §6.1.1.1); see icagent(8).
+// icagent — iCheck checkpoint agent [John24 §6.1.1.1]; see icagent(8).
 // Normally started by `icheckd --role manager`; can be run by hand to serve
 // one application directly (static config `agents:`).
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// icheckd — iCheck controller / manager daemon (seed 000 §6.1.1.2-3); see icheckd(8).
+// icheckd — iCheck controller / manager daemon ([John24 §6.1.1.2]-3); see icheckd(8).
 #include <CLI/CLI.hpp>
 
 #include <csignal>

@@ -1,5 +1,5 @@
 // mjsim — discrete-event simulator of a dynres cluster (mjsim(1)): runs a
-// workload (ESP, seed 002 batches, SWF trace) through the same policies and
+// workload (ESP, [Finnerty24] batches, SWF trace) through the same policies and
 // metrics as mjsched/mjstat, in simulated time.
 #include <unistd.h>
 
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
                  "fcfs|backfill|easy|fpsma|egs|minagree|perf|power (default: --config's scheduler.policy, else easy)");
   app.add_option("--corridor", corridor,
                  "power corridor over time: lines 'TIME LOWER UPPER' (s, W, W); tracks the modelled draw "
-                 "(default for the power-* workloads: the seed's corridor)");
+                 "(default for the power-* workloads: the corridor of [John24 §9.2])");
   auto* iw = app.add_option("--idle-watts", o.idle_watts, "draw of an idle node, W (default 71; power-upper/lower/dynamic 0)")
                  ->check(CLI::Range(0.0, 1e6));
   app.add_option("--node-max-watts", o.node_max_watts, "most a busy node draws, W (a job without hints: midpoint with --idle-watts)")
@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
                   ->check(CLI::Range(0.0, 1e6))
                   ->capture_default_str();
   app.add_option("--resize-model", resize_model,
-                 "stall: a job makes no progress during an expand's pause (seed 000's MPI codes); overlap: it "
-                 "goes on at its old size and the new nodes join after the pause (seed 002's APGAS programs); "
+                 "stall: a job makes no progress during an expand's pause (John's MPI codes); overlap: it "
+                 "goes on at its old size and the new nodes join after the pause (Finnerty et al.'s APGAS programs); "
                  "default: overlap for batches, else stall");
   app.add_option("--shrink-cost", o.shrink_cost, "seconds without progress per shrink")->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();

@@ -1,4 +1,4 @@
-// mjworkload — print benchmark workloads (ESP of seed 000 Table 9.1) as TSV
+// mjworkload — print benchmark workloads (ESP of [John24 Table 9.1]) as TSV
 // or JSON, for share/dynres/esp and the simulator.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"Generate benchmark workloads for dynres.", "mjworkload"};
   app.require_subcommand(1);
-  auto* esp = app.add_subcommand("esp", "ESP benchmark (seed 000 Table 9.1): 230 jobs, 14 types");
+  auto* esp = app.add_subcommand("esp", "ESP benchmark [John24 Table 9.1]: 230 jobs, 14 types");
   dynres::workload::EspOptions o;
   bool json = false;
   esp->add_option("--nodes", o.nodes, "system size N")->check(CLI::PositiveNumber);

@@ -1,5 +1,5 @@
 // pcorridor — set and show the power corridor, sample and plot power
-// (pcorridor(1); seed 000 §5.2.1, Eq. 5.4/5.5). Logic in lib/power.
+// (pcorridor(1); [John24 §5.2.1], Eq. 5.4/5.5). Logic in lib/power.
 // Exit codes: 0 success (also when nothing changed), 1 runtime error
 // (no cluster, state file, gnuplot), 2 bad input (nothing changed).
 #include <unistd.h>

@@ -3,7 +3,7 @@
 # local users A and B beside root, each attack as an attacker would run it:
 #   (1) squatted directory: A leaves a cluster directory (with a queued job)
 #       where root boots one: vcluster-boot refuses it, the job never runs;
-#   (2) configuration as shell: A writes kill_wait: x[$(id>FILE)] into its
+#   (2) configuration as shell: A writes kill_wait: SECONDS[$(id>FILE)] into its
 #       dynres.yaml; root's vcluster-down on it runs nothing;
 #       and A's daemon (an ordinary user's) refuses B's submission;
 #   (3) cross-cluster stop: A's directory c.1 names the pid of root's
@@ -67,8 +67,8 @@ t_run as "$UB" mjsub --home "$CA" --wrap true
 assert_ne 0 "$T_RC" "(2) A's daemon (an ordinary user's) refuses B's submission"
 assert_eq 0 "$(count_jobs "$CA")" "(2) nothing recorded for B in A's cluster"
 MARK=$PUB/pwned
-as "$UA" sed -i "s|^  kill_wait:.*|  kill_wait: x[\$(id>$MARK)]|" "$CA/dynres.yaml"
-grep -q 'kill_wait: x\[' "$CA/dynres.yaml" || t_fatal "could not plant the configuration"
+as "$UA" sed -i "s|^  kill_wait:.*|  kill_wait: SECONDS[\$(id>$MARK)]|" "$CA/dynres.yaml"
+grep -q "kill_wait: SECONDS\\[" "$CA/dynres.yaml" || t_fatal "could not plant the configuration"
 t_run vcluster-down --dir "$CA"
 [[ ! -e $MARK ]] && t_pass "(2) vcluster-down read kill_wait as data" ||
   t_fail "(2) root's vcluster-down ran A's configuration as shell: $(cat "$MARK")"

@@ -1,5 +1,5 @@
 // VersionWriter: streaming, chunked, optionally zstd-compressed writing of one
-// version's chunk files (seed 000 §6.2.5).
+// version's chunk files [John24 §6.2.5].
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>

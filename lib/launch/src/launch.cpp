@@ -374,7 +374,7 @@ int run_step(const StepConfig& cfg, int go_fd) {
   if (job->array_job_id)
     for (auto tid : st.array_task_ids(*job->array_job_id))
       if (auto t = st.job(tid); t && t->array_task_id) array_tasks.push_back(*t->array_task_id);
-  // Restart-based resizes (seed 000 §7.4.4, mj(3) MJ_ADAPT_RESTART): when the
+  // Restart-based resizes ([John24 §7.4.4], mj(3) MJ_ADAPT_RESTART): when the
   // script ends while the job has a restart order not yet relaunched, the
   // script runs again on the order's node list; otherwise the job ends.
   auto finish = [&](const std::string& state, std::optional<int> code, const std::string& why) {

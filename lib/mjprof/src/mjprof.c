@@ -1,5 +1,5 @@
 /* libmjprof — PMPI profiling for dynres's performance-aware scheduling
- * (issue 8; MTCT = time in MPI / time computing, seed 000 §4.1).
+ * (MTCT = time in MPI / time computing, [John24 §4.1]).
  *
  * Use: LD_PRELOAD=libmjprof.so mpiexec ... app   (or link -lmjprof before MPI).
  * Every wrapped MPI call below adds its wall time to the process's MPI time;

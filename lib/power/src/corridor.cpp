@@ -1,4 +1,4 @@
-// Corridor records, samples and pcorridor's logic (seed 000 §5.2.1, §5.1.3,
+// Corridor records, samples and pcorridor's logic ([John24 §5.2.1, §5.1.3],
 // Eq. 5.4/5.5).
 #include "dynres/corridor.hpp"
 

@@ -1,4 +1,4 @@
-// Forecasting (seed 000 §5.1.4): Holt-Winters, ARIMA, seasonal naive.
+// Forecasting [John24 §5.1.4]: Holt-Winters, ARIMA, seasonal naive.
 #include "dynres/forecast.hpp"
 #include "dynres/violations.hpp"
 

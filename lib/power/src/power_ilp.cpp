@@ -1,4 +1,4 @@
-// Eq. 5.3 with lp_solve; guarantees of Eq. 5.4/5.5 (seed 000 §5.1.1-§5.1.2).
+// Eq. 5.3 with lp_solve; guarantees of Eq. 5.4/5.5 [John24 §5.1.1-§5.1.2].
 #include "dynres/power_ilp.hpp"
 
 #include <lpsolve/lp_lib.h>

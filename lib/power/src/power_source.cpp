@@ -1,4 +1,4 @@
-// Powercap RAPL reader and the modelled source (seed 000 §5.1.3).
+// Powercap RAPL reader and the modelled source [John24 §5.1.3].
 #include "dynres/power_source.hpp"
 
 #include <yaml-cpp/yaml.h>

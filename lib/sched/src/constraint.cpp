@@ -1,5 +1,5 @@
-// Node-count constraints and name parsing (seed 000 Listing 4.1,
-// --node-constraints; seed 002 §"Job scheduling algorithms").
+// Node-count constraints and name parsing ([John24 Listing 4.1],
+// --node-constraints; [Finnerty24 §"Job scheduling algorithms"]).
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -8,7 +8,7 @@
 
 namespace dynres::sched::detail {
 
-/// Queue discipline of a start phase (seed 002 FCFS / Backfilling / EASY).
+/// Queue discipline of a start phase ([Finnerty24] FCFS / Backfilling / EASY).
 enum class Queue { fcfs, backfill, easy };
 
 /// Size malleable jobs start with: `fit` as many as fit (moldable extension),
@@ -53,7 +53,7 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
 
 /// The malleable policies (fpsma, egs, minagree, perf); malleable.cpp.
 Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg);
-/// The power policy (seed 000 Algorithm 4); power.cpp.
+/// The power policy [John24 Alg. 4]; power.cpp.
 Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg);
 
 /// Predicted remaining seconds of a running job (predicted_end, else start +

@@ -1,5 +1,5 @@
-// The malleable policies: FPSMA (seed 000 Algorithm 2), equi-grow/shrink
-// (§4.2.2.2), minAgree (seed 002 "Malleable-Algorithm") and performance-aware
+// The malleable policies: FPSMA [John24 Alg. 2], equi-grow/shrink
+// (§4.2.2.2), minAgree ([Finnerty24] "Malleable-Algorithm") and performance-aware
 // scheduling (Algorithm 3). One pure pass over a snapshot; semantics are
 // documented at decide() in dynres/sched.hpp.
 //
@@ -142,7 +142,7 @@ Plan plan_egs(const std::vector<MJob*>& order, int need) {
   return p;
 }
 
-// minAgree step 2 (seed 002): the jobs with the most nodes give one
+// minAgree step 2 [Finnerty24]: the jobs with the most nodes give one
 // admissible step at a time until the need is covered. `q` is a max-heap of
 // (size, job) over the resizable jobs, kept across the plans of one pass: a
 // failed plan ends the shrink phase, so only accepted plans' entries matter.

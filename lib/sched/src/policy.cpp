@@ -1,5 +1,5 @@
 // FCFS, Backfilling and EASY-Backfilling as one pure pass over a snapshot
-// (seed 000 Algorithm 1 line 4; seed 002 §"Job scheduling algorithms" with
+// ([John24 Alg. 1 line 4]; [Finnerty24 §"Job scheduling algorithms"] with
 // the moldable extension; EASY per Lifka 1995 / Mu'alem & Feitelson 2001).
 // Semantics are documented at decide() in dynres/sched.hpp.
 #include <algorithm>

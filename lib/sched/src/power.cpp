@@ -1,4 +1,4 @@
-// The power-aware policy: seed 000 Algorithm 4 with the node redistribution
+// The power-aware policy: [John24 Alg. 4] with the node redistribution
 // ILP of Eq. 5.3 (lib/power power_ilp.hpp, lp_solve), and the runtime-only
 // mode of §9.2.4 scenario 2. One pure pass over a snapshot (no I/O; the ILP
 // is pure computation); semantics are documented at decide() in
@@ -243,7 +243,7 @@ void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const st
 
 /// Sizes the ILP may start a waiting job with. `exact`: its requested size
 /// (rigid: --nodes; moldable/malleable: requested_size(), as the malleable
-/// policies start them, seed 000 §4.2.3); else rigid the same, moldable and
+/// policies start them, [John24 §4.2.3]); else rigid the same, moldable and
 /// malleable any admissible size in [min, max] (moldability may keep the
 /// corridor, §9.2.4). False when the job cannot start on `nodes` nodes.
 bool candidate(const WaitingJob& w, int nodes, bool exact, pw::IlpCandidate& out, const PowerView& pv) {
@@ -270,7 +270,7 @@ bool candidate(const WaitingJob& w, int nodes, bool exact, pw::IlpCandidate& out
 
 /// Algorithm 4 lines 10-18 with the ILP of Eq. 5.3. First the smallest
 /// prefix of `order` (up to cfg.power_max_tries startable jobs) whose jobs
-/// all start at their requested sizes (the seed gave the LP one or two
+/// all start at their requested sizes ([John24] gave the LP one or two
 /// waiting jobs, §9.2.4); then, unless exact_only, each job alone over its
 /// whole range (moldability). The first feasible plan is carried out and its
 /// jobs started. Returns the indices started (empty: none; `why` then holds

@@ -1,4 +1,4 @@
-// The live scheduler's view of power (seed 000 Ch. 5, §5.2.1: the corridor is
+// The live scheduler's view of power ([John24 Ch. 5, §5.2.1]: the corridor is
 // re-read every scheduler pass): the corridor in force, the node power model
 // and every job's modelled per-node draw go into the policy's snapshot, and
 // a modelled reading of every node is recorded at every allocation or

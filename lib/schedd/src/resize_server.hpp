@@ -1,4 +1,4 @@
-// mjsched's end of the live resize protocol (issue 8; mjsched(8) "RESIZE
+// mjsched's end of the live resize protocol (mjsched(8) "RESIZE
 // PROTOCOL"): the connections of running jobs' processes (libmj, mj(3)), the
 // book of orders (dynres/resize.hpp) and their records in the state file
 // (dynres/resize_store.hpp). Single-threaded: the daemon's poll loop calls
@@ -83,7 +83,7 @@ class ResizeServer {
   /// target outside [min_nodes, max_nodes] or its node constraint, not
   /// enough idle nodes.
   /// by_count: a shrink names only how many nodes to give back and the job
-  /// chooses which (seed 002's preShrink).
+  /// chooses which (Finnerty et al.'s preShrink).
   std::optional<uint64_t> admin_resize(State& st, uint32_t uid, int64_t job, int target, const sched::Snapshot& snap,
                                        double now, std::string* why, bool by_count = false);
   /// The request {"op":"resize","job":ID,"nodes":N[,"by_count":bool]} of

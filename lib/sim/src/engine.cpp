@@ -468,7 +468,7 @@ SimResult Engine::run() {
     double t = std::min({t_arr, t_ev, t_tick, t_corr});
     if (!std::isfinite(t)) break;
     bool changed = false;
-    // 0. corridor changes of this instant (seed 000 §5.2.1: re-read every pass)
+    // 0. corridor changes of this instant ([John24 §5.2.1]: re-read every pass)
     while (next_corr_ < o_.corridor.size() && o_.corridor[next_corr_].t <= t + kEps) {
       set_corridor(next_corr_++);
       changed = true;

@@ -1,5 +1,5 @@
-// Workloads of the evaluations (seed 000 §9.1 ESP with malleable jobs; seed
-// 002 Table 2 job batches) as simulator jobs.
+// Workloads of the evaluations ([John24 §9.1] ESP with malleable jobs;
+// [Finnerty24 Table 2] job batches) as simulator jobs.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -68,7 +68,7 @@ std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed
 }
 
 const std::vector<BatchRow>& batch_table() {
-  // seed 002 Table 2; work: relative one-node work (UTS and BC x4 per level,
+  // [Finnerty24 Table 2]; work: relative one-node work (UTS and BC x4 per level,
   // N-Queens 17 -> 18 x7, Pi by samples); serial: Amdahl fraction per program.
   static const std::vector<BatchRow> t = {
       {"UTS d=18", 2, 1.5, 1, 4, 1, 0.02},      {"UTS d=18", 4, 0.5, 1, 4, 1, 0.02},
@@ -134,7 +134,7 @@ std::vector<SimJob> batch_jobs(uint64_t seed, double malleable_fraction) {
     j.max_nodes = row->hi;
     j.limit_nodes = row->lo;
   }
-  // Every job's estimate is the one its seed 002 job script states
+  // Every job's estimate is the one its [Finnerty24] job script states
   // (ElasticJobScheduler scripts/apgas-jobs/*.sh: #REQUIRED_TIME 800000 ms
   // for all programs, sizes and classes): what EASY's reservation sees.
   for (auto& j : out) j.time_limit = kBatchRequiredTime;
@@ -143,7 +143,7 @@ std::vector<SimJob> batch_jobs(uint64_t seed, double malleable_fraction) {
 
 }  // namespace dynres::sim
 
-// ---- power workloads (seed 000 §9.2) -----------------------------------------
+// ---- power workloads [John24 §9.2] -----------------------------------------
 namespace dynres::sim {
 
 bool is_power_workload(const std::string& n) {

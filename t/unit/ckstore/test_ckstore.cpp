@@ -1,4 +1,4 @@
-// Unit tests of dynres_ckstore (second-level checkpoint format, seed 000 §6.2.5).
+// Unit tests of dynres_ckstore (second-level checkpoint format, [John24 §6.2.5]).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -606,7 +606,7 @@ TEST_CASE("odd attrs and malformed parts do not escape as foreign exceptions") {
   CHECK(code_of([&] { commit_parts(s, 9, 1, junk, small_opts()); }) == Errc::not_found);
 }
 
-TEST_CASE("root writes and reads the store of another uid (iCheck agents, issue 11 item 4)") {
+TEST_CASE("root writes and reads the store of another uid (iCheck agents)") {
   if (::geteuid() != 0) return;  // only root may write for another uid
   TempDir t;
   const std::uint32_t uid = 65534;

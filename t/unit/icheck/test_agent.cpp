@@ -1,7 +1,7 @@
 // Commit/restart through a real icagent process (forked run_agent) over real
 // libfabric RMA: zero-copy and staged commits, pull and push, several
 // regions of different types and unaligned sizes, agent buffer recycling
-// (double buffering, seed 000 §6.2.3.2) and in-place restart_all.
+// (double buffering, [John24 §6.2.3.2]) and in-place restart_all.
 #include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>

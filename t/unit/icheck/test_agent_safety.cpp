@@ -1,13 +1,13 @@
-// Issue 11: the agent's control protocol read as an attacker and as a crash
+// The agent's control protocol read as an attacker and as a crash
 // would, against real icagent processes (forked run_agent) with a real
 // second level (ckstore) and real libfabric endpoints:
-//   * item 1: "flush" reports success only once the version's MANIFEST.json
+//   * "flush" reports success only once the version's MANIFEST.json
 //     is durable (agent 0 of a set waits for every agent's part);
-//   * item 3: a SHMR version missing ranks of the registered rank count is
+//   * a SHMR version missing ranks of the registered rank count is
 //     never committed as complete;
-//   * item 5: negative, wrapping or out-of-range integers are refused with
+//   * negative, wrapping or out-of-range integers are refused with
 //     "invalid: ..." and change nothing;
-//   * item 6: a begin larger than the agent's limit is refused with
+//   * a begin larger than the agent's limit is refused with
 //     "nomem: ..." before allocating, and the library falls back to the
 //     second level with that message as its last error.
 #include <catch2/catch.hpp>
@@ -130,7 +130,7 @@ void commit_push(Link& l, uint64_t v, const std::vector<int>& ranks, int nranks)
 std::string err_of(const json& r) { return r.value("error", std::string()); }
 }  // namespace
 
-TEST_CASE("agent: flush succeeds only once the manifest is durable (issue 11 item 1)", "[agent][safety]") {
+TEST_CASE("agent: flush succeeds only once the manifest is durable", "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
   Dir d;
@@ -167,7 +167,7 @@ TEST_CASE("agent: flush succeeds only once the manifest is durable (issue 11 ite
   CHECK(m.regions.size() == 2);
 }
 
-TEST_CASE("agent: a version missing ranks of the registered count is refused (issue 11 item 3)", "[agent][safety]") {
+TEST_CASE("agent: a version missing ranks of the registered count is refused", "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
   Dir d;
@@ -192,7 +192,7 @@ TEST_CASE("agent: a version missing ranks of the registered count is refused (is
   CHECK(st.verify(2).nranks == 4);
 }
 
-TEST_CASE("agent: integers are checked, ranges overflow-safe (issue 11 item 5)", "[agent][safety]") {
+TEST_CASE("agent: integers are checked, ranges overflow-safe", "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
   Dir d;
@@ -249,7 +249,7 @@ TEST_CASE("agent: integers are checked, ranges overflow-safe (issue 11 item 5)",
   CHECK(r["versions"][0].value("v", 0) == 2);
 }
 
-TEST_CASE("agent: begin over the agent's limit is refused, the library falls back (issue 11 item 6)",
+TEST_CASE("agent: begin over the agent's limit is refused, the library falls back",
           "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
@@ -286,7 +286,7 @@ TEST_CASE("agent: begin over the agent's limit is refused, the library falls bac
   CHECK(a.alive());
 }
 
-TEST_CASE("agent: stopping wakes a flush that waits (issue 11 item 13)", "[agent][safety]") {
+TEST_CASE("agent: stopping wakes a flush that waits", "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
   Dir d;
@@ -318,7 +318,7 @@ TEST_CASE("agent: stopping wakes a flush that waits (issue 11 item 13)", "[agent
   CHECK(r.contains("error"));  // never "ok": the manifest was not written
 }
 
-TEST_CASE("restart: a timed-out agent restore drops the agent link (issue 11 item 2)", "[agent][safety]") {
+TEST_CASE("restart: a timed-out agent restore drops the agent link", "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
   Dir d;
@@ -383,7 +383,7 @@ TEST_CASE("restart: a timed-out agent restore drops the agent link (issue 11 ite
   ::unsetenv("ICHECK_TRANSFER");
 }
 
-TEST_CASE("agent: end checks the region checksums it keeps; test ops are off by default (issue 11 item 2)",
+TEST_CASE("agent: end checks the region checksums it keeps; test ops are off by default",
           "[agent][safety]") {
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
@@ -421,7 +421,7 @@ TEST_CASE("agent: end checks the region checksums it keeps; test ops are off by 
 }
 
 TEST_CASE("agent: a part of a version agent 0 skipped is answered at once, not at the timeout", "[agent][safety]") {
-  // it_icheck_lib under load: agent 0's second-level writer skipped v1 (v2
+  // t4010-icheck-app-api under load: agent 0's second-level writer skipped v1 (v2
   // was queued before it took up v1) while agent 1's only writer waited for
   // the manifest of v1 inside its "part" delivery; agent 0 then needed
   // agent 1's part of v2, queued behind that wait: every flush hung for the

@@ -1,5 +1,5 @@
-// Distribution math of iCheck's redistribution (lib/icheck dist.hpp, seed
-// 000 §7.4.1.2): for every N, M in 1..8 and every distribution (BLOCK with
+// Distribution math of iCheck's redistribution (lib/icheck dist.hpp,
+// [John24 §7.4.1.2]): for every N, M in 1..8 and every distribution (BLOCK with
 // unit widths, CYCLIC widths, PREDEFINED by explicit counts/offsets and by a
 // 2-D process grid), the parts of N ranks redistributed to M ranks hold
 // exactly the elements the new layout assigns, and the global array

@@ -1,5 +1,5 @@
 // Real RMA between two processes on loopback, for each provider of
-// `fi_info -c FI_RMA -t FI_EP_RDM` that iCheck supports (seed 000 §6.2).
+// `fi_info -c FI_RMA -t FI_EP_RDM` that iCheck supports [John24 §6.2].
 #include <catch2/catch.hpp>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -155,7 +155,7 @@ TEST_CASE("Mapping: lazy_free gives pages back on reclaim; reuse() and writes ke
 #endif
 }
 
-// Issue 11 item 11: least-privilege registrations and unguessable keys. A
+// Least-privilege registrations and unguessable keys. A
 // region registered as a source (what libicheck does with the application's
 // regions and its staging buffer for commits) may be read by a peer but not
 // written; a target may be written. Keys are not sequential.

@@ -1,4 +1,4 @@
-// Manager relaunch settings of the static configuration (seed 000 §6.5.2,
+// Manager relaunch settings of the static configuration ([John24 §6.5.2],
 // icheck.yaml(5) MANAGER RELAUNCH): parsing, defaults, errors, and the
 // command template, whose substituted words must reach the command intact
 // through /bin/sh.

@@ -82,6 +82,20 @@ TEST_CASE("set_corridor: validation leaves the file alone; idempotent; scheduled
   CHECK(corridor_next(st.db(), 1500)->effective_time == 2000);
   CHECK_FALSE(corridor_at(st.db(), 999).has_value());
   CHECK(corridor_history(st.db(), 1500).size() == 1);
+  {
+    // a cron job that keeps the lower bound and moves only the upper one
+    auto up_only = r;
+    up_only.upper = 980;
+    CHECK(set_corridor(st, m, up_only).changed);
+    CHECK(corridor_rows(st.db()) == 4);
+    CHECK(corridor_at(st.db(), 2000)->upper == 980);
+    auto low_only = up_only;  // and the other way round
+    low_only.lower = 450;
+    CHECK(set_corridor(st, m, low_only).changed);
+    CHECK(corridor_at(st.db(), 2000)->lower == 450);
+    CHECK(corridor_at(st.db(), 2000)->upper == 980);
+    CHECK(corridor_rows(st.db()) == 5);
+  }
 }
 
 TEST_CASE("violations over sampled totals") {

@@ -63,6 +63,12 @@ TEST_CASE("violations: corridor changes; none before the first; grace", "[power]
   CHECK(count_violations(split, c2, 12, 1.0).count == 1);
   CHECK(count_violations(split, c2, 12, 1.0).outside_s == Approx(9.5));
   CHECK(count_violations(split, c2, 12, 0.4).count == 2);
+  // the stay inside is several samples, each shorter than the grace, that
+  // together are longer: the gap accumulates and the episode splits
+  std::vector<DrawPoint> steps{{0, 250}, {5, 150}, {5.6, 160}, {6.2, 170}, {6.8, 180}, {7.4, 250}, {12, 150}};
+  auto st = count_violations(steps, c2, 14, 1.0);  // 2.4 s inside > 1 s grace
+  CHECK(st.count == 2);
+  CHECK(count_violations(steps, c2, 14, 3.0).count == 1);  // 2.4 s inside <= 3 s grace
   CHECK(count_violations({}, c, 30).count == 0);
   // a corridor scheduled after the end of the series does not extend it
   std::vector<CorridorStep> later{{0, 100, 400}, {3600, 1000, 2000}};

@@ -1,7 +1,7 @@
 // Sockets, addresses and TCP authentication of dynres/proto_socket.hpp over
 // real sockets, with the real munged for the MUNGE cases (they are skipped,
 // with a visible warning, when `munge -n | unmunge` does not work here; the
-// integration test icheck_tcp_auth.sh starts munged and always runs them).
+// integration test t4130-icheck-tcp-auth.sh starts munged and always runs them).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

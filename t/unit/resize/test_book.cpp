@@ -71,7 +71,7 @@ TEST_CASE("expand: ordered, committed, nodes added; one order at a time (IS_ADAP
   CHECK_THAT(b.commit(kOwner, o->id, {}, 106).error, Contains("is not outstanding"));  // settled once
 }
 
-TEST_CASE("shrink by nodes or by count (the job chooses, seed 002 preShrink)") {
+TEST_CASE("shrink by nodes or by count (the job chooses, [Finnerty24] preShrink)") {
   Book b = booked();
   REQUIRE(b.register_job(kOwner).ok);
   std::string why;

@@ -1,5 +1,5 @@
-// The malleable policies on hand-made snapshots: the seed's worked examples
-// (seed 000 §4.2.2.1, §4.2.3), job management modes, guards.
+// The malleable policies on hand-made snapshots: the dissertation's worked examples
+// [John24 §4.2.2.1, §4.2.3], job management modes, guards.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -81,7 +81,7 @@ bool started(const Decision& d, int64_t id) {
 
 }  // namespace
 
-TEST_CASE("fpsma grow: one admissible step per pass (seed 000 §4.2.2.1: even, 2 nodes, 8 idle -> 4)") {
+TEST_CASE("fpsma grow: one admissible step per pass ([John24 §4.2.2.1]: even, 2 nodes, 8 idle -> 4)") {
   Snapshot s = cluster(10);
   mall(s, 1, range(0, 2), 2, 10, Constraint::even);
   auto d = decide(s, config(Policy::fpsma));
@@ -106,7 +106,7 @@ TEST_CASE("fpsma grow: earliest start first, each takes its step while nodes las
   CHECK(m[3] == 4);
 }
 
-TEST_CASE("fpsma shrink: one admissible step per job (seed 000 §4.2.2.1: odd, 9 nodes -> 7)") {
+TEST_CASE("fpsma shrink: one admissible step per job ([John24 §4.2.2.1]: odd, 9 nodes -> 7)") {
   Snapshot s = cluster(9);
   mall(s, 1, range(0, 9), 1, 9, Constraint::odd);
   s.waiting.push_back(rigid(5, 2));
@@ -139,7 +139,7 @@ TEST_CASE("fpsma shrink: no shrink at all unless the waiting job's whole need is
   CHECK(started(e, 5));
 }
 
-TEST_CASE("perf shrink takes what the waiting job needs (seed 000 §4.2.3: even, 10 nodes, 8 needed -> 2)") {
+TEST_CASE("perf shrink takes what the waiting job needs ([John24 §4.2.3]: even, 10 nodes, 8 needed -> 2)") {
   Snapshot s = cluster(10);
   mall(s, 1, range(0, 10), 2, 10, Constraint::even, kNow - 1000, 0.5);
   s.waiting.push_back(rigid(5, 8));

@@ -1,4 +1,4 @@
-// The power policy (seed 000 Algorithm 4, the ILP of Eq. 5.3): literal small
+// The power policy ([John24 Alg. 4], the ILP of Eq. 5.3): literal small
 // cases whose plans are worked out by hand in the comments, and property
 // checks on seeded random snapshots (the invariants of sched.hpp decide()).
 #include <catch2/catch.hpp>
@@ -439,7 +439,7 @@ TEST_CASE("power: favour_malleable tries malleable waiting jobs first", "[sched]
   CHECK(hold_of(d, 2) == "Resources");
 }
 
-// ---- the modes (scheduler.power.mode; seed 000 §5.1.4: proactive plans on
+// ---- the modes (scheduler.power.mode; [John24 §5.1.4]: proactive plans on
 // the forecast, reactive acts on measured violations only) ------------------
 
 namespace {

@@ -1,5 +1,5 @@
 // The simulator: runtime models, hand-computed runs with resizes, workload
-// readers (SWF, ESP, seed 002 batches), determinism and bad input.
+// readers (SWF, ESP, [Finnerty24] batches), determinism and bad input.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -58,6 +58,24 @@ TEST_CASE("runtime models: Amdahl and Downey") {
   }
   // sigma = 0 is linear speedup up to A
   CHECK(time_factor(Model::downey, 0.05, 10, 0.0) == Approx(0.1));
+  // Every branch of Downey's S(n; A, sigma) against values computed by hand
+  // (s = 0.05, so A = 20). Low variance, sigma = 0.5:
+  //   n <= A:          S = A n / (A + sigma (n - 1) / 2)        n = 10: 200 / 22.25
+  //   A < n <= 2A - 1: S = A n / (sigma (A - 1/2) + n (1 - sigma/2))  n = 30: 600 / 32.25
+  //   n > 2A - 1:      S = A                                    n = 40
+  CHECK(time_factor(Model::downey, 0.05, 10, 0.5) == Approx(22.25 / 200));
+  CHECK(time_factor(Model::downey, 0.05, 30, 0.5) == Approx(32.25 / 600));
+  CHECK(time_factor(Model::downey, 0.05, 40, 0.5) == Approx(1.0 / 20));
+  // High variance, sigma = 2:
+  //   n <= A + A sigma - sigma = 58: S = n A (sigma + 1) / (sigma (n + A - 1) + A)
+  //     n = 10: 600 / 78;  n = 40: 2400 / 138;  n = 58: 3480 / 174 = A (continuous)
+  //   n > 58: S = A
+  CHECK(time_factor(Model::downey, 0.05, 10, 2.0) == Approx(78.0 / 600));
+  CHECK(time_factor(Model::downey, 0.05, 40, 2.0) == Approx(138.0 / 2400));
+  CHECK(time_factor(Model::downey, 0.05, 58, 2.0) == Approx(1.0 / 20));
+  CHECK(time_factor(Model::downey, 0.05, 100, 2.0) == Approx(1.0 / 20));
+  // Amdahl at s = 0.25, n = 3: 0.25 + 0.75 / 3 = 0.5
+  CHECK(time_factor(Model::amdahl, 0.25, 3) == Approx(0.5));
   // MTCT mapping: s n / (1 - s), and back: s = r / (n + r)
   CHECK(mtct_of(0.2, 4) == Approx(1.0));
   double r = mtct_of(0.03, 17);
@@ -240,7 +258,7 @@ TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
   CHECK(js[1].id == 1);
 }
 
-TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 §9.1") {
+TEST_CASE("ESP for the simulator: the live order, malleable ranges of [John24 §9.1]") {
   auto live = workload::esp_workload({});
   auto rigid = esp_jobs(34, 0, 1);
   REQUIRE(rigid.size() == 230);
@@ -272,7 +290,7 @@ TEST_CASE("ESP for the simulator: the live order, malleable ranges of seed 000 �
   CHECK((half > 90 && half < 140));
 }
 
-TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node-hours on average") {
+TEST_CASE("Batches of [Finnerty24]: 25 jobs, arrivals, nested malleable subsets, 8 node-hours on average") {
   double node_hours = 0;
   const int kBatches = 400;
   for (uint64_t seed = 1; seed <= kBatches; ++seed) {
@@ -285,7 +303,7 @@ TEST_CASE("seed 002 batches: 25 jobs, arrivals, nested malleable subsets, 8 node
     }
   }
   CHECK(node_hours / kBatches == Approx(8).epsilon(0.03));
-  // every estimate is seed 002's job scripts' #REQUIRED_TIME (800 s), rigid
+  // every estimate is Finnerty et al.'s job scripts' #REQUIRED_TIME (800 s), rigid
   // or malleable, whatever the runtime
   for (double f : {0.0, 1.0})
     for (auto& j : batch_jobs(3, f)) CHECK(j.time_limit == 800);

@@ -1,11 +1,11 @@
 // ckstore — the second-level (file system / PFS) checkpoint format of iCheck.
 //
-// Seed 000 §6.2.5: iCheck is a two-level checkpointing system; the agents keep
+// [John24 §6.2.5]: iCheck is a two-level checkpointing system; the agents keep
 // checkpoints in memory (level 1) and write them to the parallel file system
 // (level 2), optionally zstd-compressed when the checkpoint is larger than a
-// threshold (the seed's example: > 1 GB). The same format is written by
+// threshold (the dissertation's example: > 1 GB). The same format is written by
 // libicheck's direct-write fallback (no agent reachable) and read by icredist
-// for N -> M redistribution (seed 000 §7.4.1.2: BLOCK / CYCLIC with a width),
+// for N -> M redistribution ([John24 §7.4.1.2]: BLOCK / CYCLIC with a width),
 // so every region carries its layout metadata.
 //
 // On-disk layout (all directories 0700, all files 0600):
@@ -112,7 +112,7 @@ const char* to_string(ElemType t) noexcept;
 /// Inverse of to_string(ElemType); throws Error(invalid) for other strings.
 ElemType parse_elem_type(std::string_view s);
 
-/// Data distribution of a region over the ranks (seed 000 §7.4.1).
+/// Data distribution of a region over the ranks [John24 §7.4.1].
 enum class Dist : int {
   None = 0,        ///< rank-private data, no global meaning (default)
   Replicated = 1,  ///< every rank holds the same data (§7.4.1.1)
@@ -124,7 +124,7 @@ const char* to_string(Dist d) noexcept;
 /// Inverse of to_string(Dist); throws Error(invalid) for other strings.
 Dist parse_dist(std::string_view s);
 
-/// Layout metadata for redistribution (icredist, seed 000 §7.4). All counts in
+/// Layout metadata for redistribution (icredist, [John24 §7.4]). All counts in
 /// elements. Everything is optional for Dist::None.
 struct Layout {
   Dist dist = Dist::None;
@@ -202,7 +202,7 @@ struct Manifest {
 
 // ---------------------------------------------------------------- options
 
-/// Writer options (seed 000 §6.2.5: compression configurable per app).
+/// Writer options ([John24 §6.2.5]: compression configurable per app).
 struct Options {
   /// Bytes per chunk (>= 4 KiB). Each chunk is checksummed (and compressed)
   /// independently, so readers can verify/decompress partial ranges.
@@ -211,7 +211,7 @@ struct Options {
   /// its size in bytes is > compress_threshold, and per chunk only when the
   /// zstd frame is smaller than the raw chunk.
   bool compress = true;
-  /// Bytes; the seed's example is 1 GB.
+  /// Bytes; the dissertation's example is 1 GB.
   std::uint64_t compress_threshold = 1ULL << 30;
   /// zstd level (1 = fast; negative = faster; up to 19).
   int compress_level = 1;

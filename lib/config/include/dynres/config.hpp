@@ -18,11 +18,11 @@ struct Config {
   double tick = 1.0;              ///< scheduler.tick: seconds between passes (Alg. 1)
   double kill_wait = 5.0;         ///< scheduler.kill_wait: seconds from SIGTERM to SIGKILL
   std::string launcher = "local"; ///< launcher.type: local | srun
-  /// scheduler.resize: the live resize protocol (mjsched(8), issue 8)
+  /// scheduler.resize: the live resize protocol (mjsched(8) RESIZE PROTOCOL)
   double resize_timeout = 30;          ///< seconds an order may stay unacknowledged
   double resize_backoff = 120;         ///< seconds without orders for a job after a rollback
   double resize_restart_timeout = 600; ///< seconds a restart-based resize may take after adapt-begin
-  bool resize_shrink_by_count = false; ///< policy shrinks name a count; the job chooses its nodes (seed 002 preShrink)
+  bool resize_shrink_by_count = false; ///< policy shrinks name a count; the job chooses its nodes ([Finnerty24] preShrink)
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

@@ -1,5 +1,5 @@
 // What a job asks for: #SBATCH / #MJ directives and mjsub options
-// (seed 000 Listing 4.1 and 5.1; sbatch(1) names where they exist).
+// ([John24 Listing 4.1 and 5.1]; sbatch(1) names where they exist).
 #pragma once
 #include <functional>
 #include <optional>
@@ -99,7 +99,7 @@ struct OptionDef {
 const std::vector<OptionDef>& job_options();
 
 /// sbatch options accepted for compatibility that change nothing here
-/// (e.g. --ntasks-per-node of seed 000 Listing 4.1).
+/// (e.g. --ntasks-per-node of [John24 Listing 4.1]).
 const std::vector<OptionDef>& ignored_sbatch_options();
 
 /// Set option `name` (any of its names, with dashes) to `value` in spec.
@@ -133,7 +133,7 @@ void apply_directives(JobSpec& spec, const std::vector<Directive>& ds);
 /// admissible size in [min, max], --rigid with a node range, negative power,
 /// min power > max power.
 /// Kinds: --malleable makes the job malleable (range --min-nodes..--max-nodes,
-/// default 1..cluster; seed 000 Listing 4.1); otherwise a node range
+/// default 1..cluster; [John24 Listing 4.1]); otherwise a node range
 /// (--min-nodes/--max-nodes or -N a-b) makes it moldable; --rigid or no
 /// range makes it rigid (--rigid with --malleable is refused).
 ///

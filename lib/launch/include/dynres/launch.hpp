@@ -1,4 +1,4 @@
-// Starting and stopping job steps (DESIGN.md "launch"): each job runs under
+// Starting and stopping job steps: each job runs under
 // its own supervisor process, mjstepd (the role of Slurm's slurmstepd), which
 // outlives the scheduler daemon and records the job's end in the state file
 // itself. Launchers:

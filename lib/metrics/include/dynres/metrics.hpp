@@ -1,4 +1,4 @@
-// Workload metrics (seed 000 §9.1; bounded slowdown after Feitelson et al.).
+// Workload metrics ([John24 §9.1]; bounded slowdown after Feitelson et al.).
 // Pure functions over job and allocation records; times in seconds.
 #pragma once
 #include <map>
@@ -68,7 +68,7 @@ struct PowerSample {
   double t = 0, draw = 0, lower = 0, upper = 0;
 };
 /// Plot the draw (a step line) against the corridor (a band) as PNG via
-/// gnuplot (seed 000 Fig. 9.3). Throws std::runtime_error if gnuplot is
+/// gnuplot [John24 Fig. 9.3]. Throws std::runtime_error if gnuplot is
 /// missing or fails.
 void write_power_png(const std::string& png, const std::vector<PowerSample>& samples, const std::string& title);
 

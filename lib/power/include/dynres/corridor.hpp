@@ -1,6 +1,6 @@
 // The power corridor and power samples in the state file (migration module
 // "power"), and what pcorridor(1) does with them: set with validation
-// (seed 000 §5.2.1 dynamic corridor), show the modelled draw against the
+// ([John24 §5.2.1] dynamic corridor), show the modelled draw against the
 // corridor with the guarantees of Eq. 5.4/5.5, history, samples, plot.
 // Units: watts, seconds since the epoch.
 #pragma once

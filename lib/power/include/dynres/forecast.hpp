@@ -1,4 +1,4 @@
-// Forecasting of power draw (seed 000 §5.1.4): additive Holt-Winters, a small
+// Forecasting of power draw [John24 §5.1.4]: additive Holt-Winters, a small
 // ARIMA(p,d,q) fitted by least squares, and a seasonal-naive baseline; rolling
 // one-step-ahead evaluation with MAPE and MASE; the model with the lowest MAPE
 // predicts the minimum and maximum draw over the next interval.
@@ -91,7 +91,7 @@ struct Forecast {
 /// horizon < 1.
 Forecast forecast_draw(const std::vector<double>& y, int season, int holdout, int horizon);
 
-/// Proactive mode (seed 000 §5.1.4; the power policy's PowerMode::proactive):
+/// Proactive mode ([John24 §5.1.4]; the power policy's PowerMode::proactive):
 /// the min/max draw forecast for the next `horizon_s` seconds from the
 /// step series `draw` (violations.hpp DrawPoint: each point holds until the
 /// next), resampled every `interval` s at the `window` times ending at `now`

@@ -1,4 +1,4 @@
-// The node redistribution ILP of seed 000 Eq. 5.3 (§5.1.1) solved with
+// The node redistribution ILP of [John24] Eq. 5.3 (§5.1.1) solved with
 // lp_solve, and the feasibility guarantees of Eq. 5.4/5.5 (§5.1.2).
 //
 // A pure function over a small input struct: no I/O, no state file, so the
@@ -116,7 +116,7 @@ IlpResult solve_corridor_relaxed(const IlpInput& in);
 /// The guarantees of §5.1.2 for the running jobs of `in` (candidates ignored).
 struct Guarantees {
   /// Eq. 5.4: u >= sum_i min_i * p_max_i + (N - sum_i min_i) * p_idle (each
-  /// job at its minimum size, one node in the seed; every other node idle).
+  /// job at its minimum size, one node in [John24]; every other node idle).
   bool upper = false;
   double upper_need = 0;   ///< that right-hand side, watts
   /// Eq. 5.5: l <= sum_{i != A} min_i * p_max_i + (N - sum_{i != A} min_i) * p_max_A,

@@ -1,4 +1,4 @@
-// Power sources (seed 000 §5.1.3): Linux powercap RAPL energy counters for
+// Power sources [John24 §5.1.3]: Linux powercap RAPL energy counters for
 // real nodes, and a modelled draw for virtual nodes (idle watts, per-job
 // per-node draw from --min-power/--max-power hints or the history of earlier
 // runs of the same job name and size). Readings say which they are.

@@ -3,7 +3,7 @@
 // modelled samples mjsched records, lib/power corridor.cpp). Pure
 // computation: no I/O, no state file (library dynres_power_series).
 //
-// Seed 000 §5.2 / §9.2: the corridor [lower, upper] (total watts of the
+// [John24 §5.2, §9.2]: the corridor [lower, upper] (total watts of the
 // cluster) is violated while the draw is above upper or below lower.
 #pragma once
 #include <vector>

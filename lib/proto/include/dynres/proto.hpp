@@ -1,5 +1,5 @@
 // Messages over stream sockets: length-prefixed frames with JSON bodies
-// (DESIGN.md "proto"). A frame is a 4-byte big-endian body length followed by
+//. A frame is a 4-byte big-endian body length followed by
 // that many bytes of UTF-8 JSON; bodies are limited to kMaxFrame bytes on
 // both the sending and the receiving side. Every message is an object; requests
 // carry an "op" member, e.g. {"op":"wake","why":"submit"}, and a reply that

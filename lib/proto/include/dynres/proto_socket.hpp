@@ -1,6 +1,6 @@
 // Owning sockets, "unix:"/TCP addresses and authenticated TCP connections on
 // top of the frames of dynres/proto.hpp (used by iCheck's control channel,
-// seed 000 §6.1.1.1: "TCP/IP for configuration messages").
+// [John24 §6.1.1.1]: "TCP/IP for configuration messages").
 //
 // Address syntax: "unix:/path/to.sock", or "host:port" / "tcp:host:port"
 // ("[v6addr]:port" for IPv6 literals; host "" or "*" = any, listen only).

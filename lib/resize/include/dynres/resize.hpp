@@ -3,10 +3,10 @@
 // for a job, which orders are outstanding, when an order times out and is
 // rolled back, and the back-off after a rollback.
 //
-// Source: seed 002 §"Batch Job Scheduler Interactions" (a job registers its
+// Source: [Finnerty24 §"Batch Job Scheduler Interactions"] (a job registers its
 // malleable handler, may deregister in its shutdown phase and never
 // re-register; shrink orders name a count and the job chooses the nodes, or
-// name the nodes); seed 000 Algorithm 3 (IS_ADAPTING: no new decision while an
+// name the nodes); [John24 Alg. 3] (IS_ADAPTING: no new decision while an
 // order is outstanding); §2.2.2.1 (adapt-begin / adapt-commit).
 //
 // The daemon feeds it authenticated peers (uid from SO_PEERCRED plus the
@@ -27,7 +27,7 @@ enum class Kind { expand, shrink };
 
 /// An order sent to a job. For expand, `nodes` are the nodes added; for
 /// shrink, either `nodes` (chosen by the scheduler) or `count` > 0 (the job
-/// chooses which to release, seed 002's preShrink).
+/// chooses which to release, Finnerty et al.'s preShrink).
 struct Order {
   uint64_t id = 0;
   int64_t job = 0;
@@ -94,7 +94,7 @@ class Book {
 
   /// The job's process registers as malleable. Refused for an unknown job, a
   /// uid other than the job's owner, a wrong secret, and after deregistration
-  /// (seed 002: no re-registration). Registering twice is accepted.
+  /// ([Finnerty24]: no re-registration). Registering twice is accepted.
   Result register_job(const Peer& p);
   /// The job leaves malleability (its shutdown phase). An outstanding order
   /// is rolled back first (returned in `rolled_back`).
@@ -144,7 +144,7 @@ class Book {
   /// be cleaned up by the daemon).
   std::vector<Order> expire(double now);
 
-  /// Seed 000 Algorithm 3 IS_ADAPTING: some order is outstanding.
+  /// [John24 Alg. 3] IS_ADAPTING: some order is outstanding.
   bool any_adapting() const;
   /// The job may receive an order now (accepting, not adapting, not in back-off).
   bool can_order(int64_t job, double now) const;

@@ -3,12 +3,13 @@
 // performance (MTCT) and progress; every order with its outcome. The book
 // (resize.hpp) decides; this module makes each decision durable, and a
 // commit changes the job's nodes, allocation and events in ONE transaction
-// (issue 8: node states change only when the job acknowledges).
+// (node states change only when the job acknowledges, so a job that dies
+// mid-resize never loses nodes it still holds).
 //
 // Order states: sent -> begun -> committed | rolled_back (sent may go
 // straight to committed or rolled_back). An order is outstanding while it is
 // sent or begun and its job is RUNNING. `restart` marks a restart-based
-// resize (seed 000 §7.4.4): the supervisor runs the job script again on the
+// resize [John24 §7.4.4]: the supervisor runs the job script again on the
 // new node list when the script ends, once (`relaunched`).
 #pragma once
 #include <cstdint>
@@ -32,7 +33,7 @@ struct JobInfo {
   int64_t job = 0;
   std::string secret;        ///< the per-job secret (MJ_SECRET)
   Phase phase = Phase::rigid;  ///< rigid | accepting | closed (never adapting here)
-  double mtct = -1;          ///< last MPI-time/compute-time ratio (seed 000 §4.1); < 0: none
+  double mtct = -1;          ///< last MPI-time/compute-time ratio [John24 §4.1]; < 0: none
   double perf_time = -1;     ///< when it was reported (seconds, Unix time)
   double progress = -1;      ///< fraction of work done in [0,1]; < 0: none
   double last_resize = -1;   ///< time of the last committed resize; < 0: never

@@ -1,5 +1,5 @@
-// Scheduling policies as pure functions over a snapshot (seed 000 Ch. 4,
-// Algorithm 1 line 4 "schedule jobs in priority order"; seed 002 §3-4).
+// Scheduling policies as pure functions over a snapshot ([John24 Ch. 4],
+// Alg. 1 line 4 "schedule jobs in priority order"; [Finnerty24 §3-4]).
 //
 // No I/O happens in this module: the live daemon (mjsched) and the simulator
 // build a Snapshot, call decide(), and carry out the Decision themselves.
@@ -13,19 +13,19 @@
 
 namespace dynres::sched {
 
-/// Node-count constraint of a job (seed 000 Listing 4.1 --node-constraints).
+/// Node-count constraint of a job ([John24 Listing 4.1] --node-constraints).
 enum class Constraint { none, even, odd, pof2, square, cube };
 
 /// Parse "none|even|odd|pof2|square|cube" (also "ncube" for cube; exact,
 /// lower case). Returns std::nullopt for anything else; never throws.
-/// Source: seed 000 Listing 4.1 line 7-9 (--node-constraints).
+/// Source: [John24 Listing 4.1 line 7]-9 (--node-constraints).
 std::optional<Constraint> parse_constraint(const std::string& s);
 /// Canonical name ("none", "even", "odd", "pof2", "square", "cube"); the
 /// inverse of parse_constraint.
 std::string to_string(Constraint c);
 
 /// True if the node count n (whole nodes) satisfies c. n < 1 is never
-/// admissible. O(1), never throws. Source: seed 000 §4.1 (node constraints:
+/// admissible. O(1), never throws. Source: [John24 §4.1] (node constraints:
 /// even, odd, power of two, square, cube — e.g. Lulesh needs a cube).
 bool admissible(Constraint c, int n);
 /// Largest admissible node count in [lo, hi] (lo is raised to 1), or 0 when
@@ -50,7 +50,7 @@ struct WaitingJob {
   double time_limit = -1;  ///< seconds; < 0 means unlimited
   double submit_time = 0;
   /// Per-node draw in watts (--min-power/--max-power, else the history of
-  /// earlier runs, seed 000 §5.1.3); < 0: unknown, the power policy plans
+  /// earlier runs, [John24 §5.1.3]); < 0: unknown, the power policy plans
   /// with the midpoint of [Snapshot::power.idle_watts, node_max_watts] (one
   /// given: used for both). Only the power policy reads them.
   double min_power = -1, max_power = -1;
@@ -72,10 +72,10 @@ struct RunningJob {
   double start_time = 0;
   double time_limit = -1;  ///< seconds; < 0 means unlimited
   /// Malleable jobs only: the job currently accepts expand/shrink orders
-  /// (seed 002: registered MalleableHandler; a job in its shutdown phase
+  /// ([Finnerty24]: registered MalleableHandler; a job in its shutdown phase
   /// deregisters). A job that never registered is treated as rigid.
   bool accepting = false;
-  /// This job has an order outstanding (seed 000 Algorithm 3 line 9).
+  /// This job has an order outstanding [John24 Alg. 3 line 9].
   bool adapting = false;
   /// Predicted end at the current size, seconds on Snapshot::now's clock;
   /// < 0: unknown, start_time + time_limit is used instead. The simulator
@@ -83,7 +83,7 @@ struct RunningJob {
   double predicted_end = -1;
   /// Time of the last expand/shrink (same clock); < 0: never resized.
   double last_resize = -1;
-  /// MPI-time / compute-time ratio (seed 000 §4.1 "MTCT"); < 0 until the job
+  /// MPI-time / compute-time ratio ([John24 §4.1] "MTCT"); < 0 until the job
   /// reported one.
   double mtct = -1;
   /// Per-node draw in watts, as WaitingJob::min_power/max_power (measured or
@@ -91,10 +91,10 @@ struct RunningJob {
   double min_power = -1, max_power = -1;
 };
 
-/// What the power policy plans on (seed 000 §5.1.4 and §9.2.4):
+/// What the power policy plans on [John24 §5.1.4 and §9.2.4]:
 ///   aware      Algorithm 4 on the modelled draw (per-job hints x nodes,
 ///              idle nodes): the ILP also starts waiting jobs, a start that
-///              would break the corridor is held (the seed's power-aware
+///              would break the corridor is held (the dissertation's power-aware
 ///              scheduler, scenario 3; the default). PowerView::draw_min/max
 ///              are ignored.
 ///   runtime    scenario 2: jobs start as with backfill and are never held;
@@ -114,7 +114,7 @@ enum class PowerMode { aware, runtime, proactive, reactive };
 std::optional<PowerMode> parse_power_mode(const std::string& s);
 const char* to_string(PowerMode m);
 
-/// The power corridor and power model of the cluster (seed 000 Ch. 5), read
+/// The power corridor and power model of the cluster [John24 Ch. 5], read
 /// only by the power policy; the defaults (known = false) leave every other
 /// policy, and the power policy's corridor checks, unaffected.
 struct PowerView {
@@ -139,7 +139,7 @@ struct Node {
 struct Snapshot {
   double now = 0;
   /// Some job is adapting (an expand/shrink order is outstanding): no new
-  /// resize decision is taken in this pass (seed 000 Algorithm 3 lines 8-16,
+  /// resize decision is taken in this pass ([John24 Alg. 3] lines 8-16,
   /// IS_ADAPTING). Running jobs' `adapting` flags also set it implicitly.
   bool adapting = false;
   std::vector<Node> nodes;
@@ -183,8 +183,8 @@ struct Decision {
 
 enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf, power };
 /// Parse "fcfs|backfill|easy|fpsma|egs|minagree|perf|power" (exact, lower
-/// case). std::nullopt for anything else; never throws. Source: seed 002
-/// §"Job scheduling algorithms"; seed 000 §4.2.2 (fpsma, egs), §4.2.3
+/// case). std::nullopt for anything else; never throws. Source: [Finnerty24]
+/// §"Job scheduling algorithms"; [John24 §4.2.2] (fpsma, egs), §4.2.3
 /// (perf), Algorithm 4 (power).
 std::optional<Policy> parse_policy(const std::string& s);
 /// Canonical name; the inverse of parse_policy.
@@ -193,7 +193,7 @@ std::string to_string(Policy p);
 /// (fpsma, egs, minagree, perf, power).
 bool is_malleable_policy(Policy p);
 
-/// Job management of fpsma and egs (seed 000 §4.2.1).
+/// Job management of fpsma and egs [John24 §4.2.1].
 ///   prma — priority to running malleable applications: start what fits, then
 ///          give every idle node to running malleable jobs; never shrink.
 ///   pwma — priority to waiting applications: shrink running malleable jobs to
@@ -201,7 +201,7 @@ bool is_malleable_policy(Policy p);
 ///          nodes left (also when the waiting job cannot be started).
 enum class Management { prma, pwma };
 /// How far one pass moves a job (fpsma): `one` admissible step up/down per
-/// pass, as the seed's worked examples (even 2 -> 4; odd 9 -> 7); `greedy`
+/// pass, as the dissertation's worked examples (even 2 -> 4; odd 9 -> 7); `greedy`
 /// as many nodes as the idle nodes / the waiting job's need allow.
 enum class Step { one, greedy };
 
@@ -218,28 +218,28 @@ struct PolicyConfig {
   double min_remaining = 60;
   /// Seconds a job must run at its size before the next resize (thrashing guard).
   double min_resize_interval = 30;
-  /// Expected pause of an expansion, seconds (seed 002 §"Malleable Runtime
+  /// Expected pause of an expansion, seconds ([Finnerty24] §"Malleable Runtime
   /// Performance": 14.55 s). A job is grown only when, at best linear
   /// speedup, its predicted remaining time x (1 - old/new size) exceeds it;
   /// 0 disables the check.
   double grow_cost = 14.55;
   /// Grow running jobs with idle nodes while the highest-priority waiting job
-  /// is held (seed 000 §4.2.1 PWMA, Algorithm 3 line 23). false keeps idle
+  /// is held ([John24 §4.2.1] PWMA, Algorithm 3 line 23). false keeps idle
   /// nodes for the held job.
   bool grow_when_held = true;
   /// Start phase of fpsma, egs and perf: false — strict priority order
-  /// (FCFS, as seed 000 Algorithms 2-3); true — EASY-backfilling around the
-  /// held head (a dynres option; minagree always uses EASY, seed 002).
+  /// (FCFS, as [John24] Algorithms 2-3); true — EASY-backfilling around the
+  /// held head (a dynres option; minagree always uses EASY, [Finnerty24]).
   bool backfill = false;
   /// Size fpsma, egs and perf start malleable jobs with: false — their
-  /// --nodes (seed 000 §4.2.3); true — their smallest admissible size, grown
-  /// later with idle nodes (seed 002 minAgree's rule; minagree always does).
+  /// --nodes [John24 §4.2.3]; true — their smallest admissible size, grown
+  /// later with idle nodes ([Finnerty24] minAgree's rule; minagree always does).
   bool start_at_minimum = false;
   /// The malleable jobs a pass starts take part in its growth phase like
   /// the running ones (the policy's growth order and caps, no grow_cost
   /// test); what they are given widens their start instead of an expansion
   /// ordered right after it, which would pause them for grow_cost with the
-  /// new nodes idle (seed 002: 14.55 s). Also while another job is adapting
+  /// new nodes idle ([Finnerty24]: 14.55 s). Also while another job is adapting
   /// (a start's size is no resize decision). false: jobs start at the start
   /// phase's size and are grown by later passes. Not perf: it grows by
   /// measured MTCT (Algorithm 3 line 13), which a job it starts has not
@@ -251,9 +251,9 @@ struct PolicyConfig {
   /// it is grown at most to the size where its ratio would reach it (MTCT
   /// grows about linearly with the node count: n * threshold / MTCT).
   double mtct_threshold = 4.0;
-  // ---- power (seed 000 Algorithm 4, Eq. 5.3; dynres.yaml scheduler.power) -
+  // ---- power ([John24 Alg. 4], Eq. 5.3; dynres.yaml scheduler.power) -
   /// What the power policy plans on (dynres.yaml scheduler.power.mode;
-  /// seed 000 §5.1.4, §9.2.4): see PowerMode.
+  /// [John24 §5.1.4, §9.2.4]): see PowerMode.
   PowerMode power_mode = PowerMode::aware;
   /// Proactive mode (scheduler.power.forecast_*): seconds between the
   /// equally spaced points the forecast is fitted on and how many of them
@@ -279,7 +279,7 @@ struct PolicyConfig {
 /// decision. Guarantees: a node is given to at most one start; only idle, up
 /// nodes are used; started sizes respect the job's kind, range and
 /// constraint. Moldable jobs start with the largest admissible size that
-/// fits (seed 002 "moldable extension").
+/// fits ([Finnerty24] "moldable extension").
 ///   fcfs     — start in priority order; stop at the first job that does not fit.
 ///   backfill — first fit over the whole queue, no reservation.
 ///   easy     — EASY-backfilling: the first job that does not fit gets a
@@ -323,17 +323,17 @@ struct PolicyConfig {
 ///   - an expansion happens only when it may save more than grow_cost
 ///     (predicted remaining x (1 - old/new size) > grow_cost); the idle nodes
 ///     of a dropped expansion are offered to the other jobs once more.
-///   fpsma    — seed 000 Algorithm 2. Start in priority order (FCFS), malleable
+///   fpsma    — [John24 Alg. 2]. Start in priority order (FCFS), malleable
 ///              jobs at --nodes. pwma: FPSMA_SHRINK (latest start first) for the
 ///              held head, then FPSMA_GROW (earliest start first) with idle
 ///              nodes; prma: FPSMA_GROW only. `step` = one or greedy.
-///   egs      — seed 000 §4.2.2.2 equi-grow/equi-shrink: the head's need is
+///   egs      — [John24 §4.2.2.2] equi-grow/equi-shrink: the head's need is
 ///              taken equally from resizable jobs; idle nodes split equally,
 ///              remainder by start time. Constraints honoured.
-///   minagree — seed 002 "Malleable-Algorithm": EASY-backfilling with
+///   minagree — [Finnerty24] "Malleable-Algorithm": EASY-backfilling with
 ///              malleable jobs started at their minimum; shrink the jobs with
 ///              most nodes to start the head; idle nodes to the jobs with fewest.
-///   perf     — seed 000 Algorithm 3: start in priority order (malleable at
+///   perf     — [John24 Alg. 3]: start in priority order (malleable at
 ///              --nodes); for a held head shrink in decreasing MTCT order (by
 ///              what is needed; jobs above mtct_threshold down to their
 ///              minimum); then distribute the idle nodes in increasing MTCT
@@ -346,7 +346,7 @@ struct PolicyConfig {
 ///   perf; the malleable jobs a pass starts are growth candidates of that pass: what
 ///   they get widens their Start, no Resize, no grow_cost test; also while
 ///   a job is adapting, when no resize is decided; -w/-x jobs excluded).
-///   power    — seed 000 Algorithm 4 with the ILP of Eq. 5.3 (lp_solve,
+///   power    — [John24 Alg. 4] with the ILP of Eq. 5.3 (lp_solve,
 ///              dynres::power::solve_corridor; pure computation, bounded by
 ///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
 ///              min_power/max_power (W per node; unknown: the midpoint of
@@ -381,11 +381,11 @@ struct PolicyConfig {
 ///              start time, to resizable jobs while the corridor holds and
 ///              the expansion is worth grow_cost. Expansions of an ILP plan
 ///              may use nodes its shrinks release (carried out first, as
-///              seed 000 §5.2 orders them); a job is resized at most once.
+///              [John24 §5.2] orders them); a job is resized at most once.
 ///              Every waiting job not started gets one hold.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
-/// Never throws except std::bad_alloc. Source: seed 000 Algorithm 1 line 4
-/// ("schedule jobs in priority order"); seed 002 FCFS / Backfilling /
+/// Never throws except std::bad_alloc. Source: [John24 Alg. 1 line 4]
+/// ("schedule jobs in priority order"); [Finnerty24] FCFS / Backfilling /
 /// Easy-Backfilling with the moldable extension; EASY per Lifka 1995 and
 /// Mu'alem & Feitelson 2001.
 Decision decide(const Snapshot& snap, const PolicyConfig& cfg);
@@ -393,15 +393,15 @@ Decision decide(const Snapshot& snap, const PolicyConfig& cfg);
 /// Fewest nodes the job can ever start with: rigid — req_nodes (0 when
 /// req_nodes < 1 or not admissible for its constraint); moldable/malleable —
 /// smallest_admissible(constraint, min_nodes, max_nodes). 0 means the job
-/// can never start. Source: seed 002 moldable extension.
+/// can never start. Source: [Finnerty24] moldable extension.
 int min_size(const WaitingJob& j);
 /// Nodes the job starts with when `free` nodes are idle, or 0 when it does
 /// not fit now: rigid — req_nodes if min_size() > 0 and req_nodes <= free;
 /// moldable/malleable — largest_admissible(constraint, min_nodes,
-/// min(max_nodes, free)) ("start with as many nodes as fit", seed 002
+/// min(max_nodes, free)) ("start with as many nodes as fit", [Finnerty24]
 /// FCFS moldable extension).
 int start_size(const WaitingJob& j, int free);
-/// Size a malleable policy starts a job with (seed 000 §4.2.3: "malleable
+/// Size a malleable policy starts a job with ([John24 §4.2.3]: "malleable
 /// jobs are started with nodes requested in --nodes"): rigid — req_nodes;
 /// moldable/malleable — the largest admissible size <= req_nodes in
 /// [min_nodes, max_nodes], else the smallest admissible one; 0 if none.

@@ -1,4 +1,4 @@
-// The live scheduler service behind mjsched(8): seed 000 Algorithm 1 (ABS
+// The live scheduler service behind mjsched(8): [John24 Alg. 1] (ABS
 // iteration) on top of the pure policies of dynres/sched.hpp.
 //
 // A pass runs on every tick, on every submission and on every job end
@@ -78,8 +78,8 @@ struct Daemon {
 
  private:
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
-  std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol (issue 8)
-  std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples (seed 000 Ch. 5)
+  std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol
+  std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples [John24 Ch. 5]
   bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   State& state();

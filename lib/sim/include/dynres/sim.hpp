@@ -1,10 +1,10 @@
-// mjsim's discrete-event simulator (DESIGN.md "sim"; seed 000 Ch. 9): replays
+// mjsim's discrete-event simulator ([John24 Ch. 9]): replays
 // a workload through the very same sched::decide() the live daemon runs, in
 // simulated time, and reports the very same metrics (lib/metrics).
 //
 // Units: seconds (simulated), whole nodes, node-seconds of work. Jobs carry
 // work, not a fixed runtime: a job's progress rate at n nodes follows its
-// runtime model, so a resize changes its remaining time (seed 002 §"Malleable
+// runtime model, so a resize changes its remaining time ([Finnerty24] §"Malleable
 // Runtime Performance" for the resize costs).
 #pragma once
 #include <cstdint>
@@ -30,7 +30,7 @@ enum class ResizeModel { stall, overlap };
 /// s in [0, 1]; sigma >= 0 (Downey only). n >= 1.
 double time_factor(Model m, double s, int n, double sigma = 1.0);
 
-/// MTCT ratio (seed 000 §4.1: time in MPI / time computing) the model
+/// MTCT ratio ([John24 §4.1]: time in MPI / time computing) the model
 /// reports for serial fraction s at n nodes: the non-scaling part is counted
 /// as MPI time, so MTCT(n) = s*n / (1-s) (grows with n; s = 1 gives 1e9).
 /// Conversely a phase with ratio r at n nodes has s = r / (n + r).
@@ -39,7 +39,7 @@ double mtct_of(double s, int n);
 /// One phase of a job's MTCT profile: until `until` (fraction of the job's
 /// work, increasing, the last one 1) its serial fraction is `serial`.
 /// Models an AMR code whose communication share changes with refinement
-/// (seed 000 §9.1: the tsunami code).
+/// ([John24 §9.1]: the tsunami code).
 struct Phase {
   double until = 1;
   double serial = 0.05;
@@ -67,7 +67,7 @@ struct SimJob {
 };
 
 /// A change of the power corridor: from `t` (seconds since the workload's
-/// start) the corridor is [lower, upper] watts (seed 000 §5.2.1, §9.2.3).
+/// start) the corridor is [lower, upper] watts [John24 §5.2.1, §9.2.3].
 struct CorridorChange {
   double t = 0, lower = 0, upper = 0;
 };
@@ -86,12 +86,12 @@ struct SimOptions {
   sched::PolicyConfig policy;           ///< policy and its parameters
   Model model = Model::amdahl;
   double downey_sigma = 1.0;
-  double grow_cost = 14.55;             ///< seconds of an expand's pause (seed 002)
-  double shrink_cost = 7.41;            ///< seconds without progress per shrink (seed 002)
+  double grow_cost = 14.55;             ///< seconds of an expand's pause [Finnerty24]
+  double shrink_cost = 7.41;            ///< seconds without progress per shrink [Finnerty24]
   /// What a job does during an expand's pause. stall: nothing (the whole job
   /// waits for grow_cost, as an MPI code whose processes all enter the
-  /// adaptation window; seed 000 iMPI). overlap: it goes on at its old size
-  /// and the added nodes contribute from the pause's end on (seed 002
+  /// adaptation window; [John24] iMPI). overlap: it goes on at its old size
+  /// and the added nodes contribute from the pause's end on ([Finnerty24]
   /// "Malleable Runtime Performance": while the new places start, "the
   /// actual computation of the tasks and the work-stealing of the unaffected
   /// workers remain undisturbed"). A shrink stalls the job in both.
@@ -102,7 +102,7 @@ struct SimOptions {
   /// Power corridor over time (empty: no corridor, no power tracking and
   /// the results are those of a run without power). Sorted by t.
   std::vector<CorridorChange> corridor;
-  double idle_watts = 71;               ///< draw of an idle node, watts (seed 000 §9.2.4)
+  double idle_watts = 71;               ///< draw of an idle node, watts [John24 §9.2.4]
   double node_max_watts = 250;          ///< draw per node of a job without power hints, watts
   /// Violation grace, seconds: an episode outside the corridor counts as a
   /// violation only when longer (power::count_violations; 0: any positive
@@ -184,10 +184,10 @@ struct SwfTrace {
 /// cannot be read.
 SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
 
-/// The ESP benchmark (seed 000 Table 9.1) on `nodes` nodes with a share of
+/// The ESP benchmark [John24 Table 9.1] on `nodes` nodes with a share of
 /// malleable jobs (chosen independently of the submission order, Z never):
 /// malleable jobs keep the type's size as --nodes and range over the lowest
-/// to highest admissible size (unconstrained 1..32, seed 000 §9.1). Each job
+/// to highest admissible size (unconstrained 1..32, [John24 §9.1]). Each job
 /// gets a nominal serial fraction, log-uniform in [0.005, 0.1], and a
 /// four-phase MTCT profile (serial x 0.5 .. 2); its runtime at --nodes is the
 /// table's. Time limit: ceil(1.2 x the runtime at the smallest size). `scale`
@@ -195,22 +195,22 @@ SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0
 /// exactly as share/dynres/esp submits a time-scaled run (mjworkload esp).
 std::vector<SimJob> esp_jobs(int nodes, double malleable_fraction, uint64_t seed, double scale = 1.0);
 
-/// One job batch of seed 002 (Table 2): 25 jobs drawn with the table's
+/// One job batch of [Finnerty24 Table 2]: 25 jobs drawn with the table's
 /// relative probabilities, the first five at t = 0, the rest uniform in
 /// [0, 600) s; `malleable_fraction` of them (round(25 f), the same nested
 /// subset for every share) malleable over the table's range. Runtimes follow
 /// a per-program Amdahl model calibrated so that a batch averages 8
 /// node-hours at the rigid sizes (batch_row_model()). Every job's time
-/// limit is kBatchRequiredTime, the estimate seed 002's job scripts give the
-/// scheduler (so EASY reserves with it, as in seed 002's runs).
+/// limit is kBatchRequiredTime, the estimate Finnerty et al.'s job scripts give the
+/// scheduler (so EASY reserves with it, as in Finnerty et al.'s runs).
 std::vector<SimJob> batch_jobs(uint64_t seed, double malleable_fraction);
 
-/// The time limit of every batch job, seconds: seed 002's ElasticJobScheduler
+/// The time limit of every batch job, seconds: Finnerty et al.'s ElasticJobScheduler
 /// job scripts (scripts/apgas-jobs/*.sh) all state "#REQUIRED_TIME 800000"
 /// (ms), whatever the program, size or class; the batch runtimes are 40-500 s.
 inline constexpr double kBatchRequiredTime = 800;
 
-/// One row of seed 002 Table 2 with dynres's runtime model.
+/// One row of [Finnerty24 Table 2] with dynres's runtime model.
 struct BatchRow {
   std::string program;   ///< e.g. "UTS d=18"
   int rigid_nodes;
@@ -223,7 +223,7 @@ const std::vector<BatchRow>& batch_table();
 /// Seconds of one unit of `work` at one node (the calibration constant).
 double batch_work_unit();
 
-/// Built-in power workloads of seed 000 §9.2 (mjsim(1) "Power workloads"):
+/// Built-in power workloads of [John24 §9.2] (mjsim(1) "Power workloads"):
 ///   power-mix     §9.2.4 / Table 9.2: 20 jobs every 2 s, alternately Pi
 ///                 (170 W/node) and heat (250 W/node), --nodes 1-4 (seeded),
 ///                 malleable 1-14 (the share `malleable_fraction`, else rigid)
@@ -233,7 +233,7 @@ double batch_work_unit();
 ///                 (140 W/node) on 4 nodes each, malleable 1-16
 ///   power-dynamic §9.2.3: one malleable Pi job (120 W/node) on 1 node, 1-16
 /// Throws std::invalid_argument for another name. default_nodes() and
-/// default_corridor() give the cluster size and the corridor of the seed's
+/// default_corridor() give the cluster size and the corridor of the dissertation's
 /// experiment (power-dynamic: 100-600 -> 700-1200 at 240 s -> 1300-1900 at
 /// 480 s -> 100-600 at 720 s; power-mix: 1700-2500 -> 1000-1700 at 480 s ->
 /// 2500-3500 at 720 s).

@@ -1,4 +1,4 @@
-// Thin RAII layer over SQLite for the shared state file (DESIGN.md "state").
+// Thin RAII layer over SQLite for the shared state file.
 //
 // Every tool of a virtual cluster opens the same file concurrently: WAL
 // journal, busy_timeout, foreign keys on, and every multi-row change inside

@@ -1,5 +1,5 @@
 // The shared state file of a virtual cluster: nodes, jobs, allocations over
-// time, events (DESIGN.md "state"; seed 000 Ch. 4 job records).
+// time, events ([John24 Ch. 4] job records).
 //
 // Several tools use it at once (mjsub, mjstat, mjcancel, mjsched, mjstepd):
 // every change that touches more than one row runs in one write transaction,

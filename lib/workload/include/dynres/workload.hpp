@@ -1,6 +1,6 @@
 // Workloads for live runs and (later) the simulator.
 //
-// ESP: the modified Effective System Performance benchmark of seed 000
+// ESP: the modified Effective System Performance benchmark of [John24]
 // Table 9.1 (after Wong et al., SC'00): 230 jobs of 14 types A–M and Z, each
 // a fraction of the system size with a static runtime and a node-count
 // constraint, submitted in a fixed pseudo-random order, one every 30 s.
@@ -13,7 +13,7 @@
 
 namespace dynres::workload {
 
-/// One row of seed 000 Table 9.1.
+/// One row of [John24 Table 9.1].
 struct EspType {
   char type;
   double fraction;     ///< of the system size
@@ -33,7 +33,7 @@ struct EspOptions {
   double moldable_fraction = 0; ///< probability a non-Z job is moldable
   double serial_fraction = 0.05;///< Amdahl serial fraction of the emulated application
   double limit_factor = 1.2;    ///< time limit = factor × runtime at the smallest size
-  int moldable_max = 32;        ///< upper node bound of moldable jobs (seed 000 §9.1)
+  int moldable_max = 32;        ///< upper node bound of moldable jobs [John24 §9.1]
 };
 
 /// One job to submit.

@@ -1,5 +1,5 @@
 // esp-app — the emulated application of the ESP workload, malleable in place
-// (issue 8 "in place, emulated"), following the very runtime model and MTCT
+// (emulated, resized in place), following the very runtime model and MTCT
 // profile mjsim simulates (lib/sim: time_factor, mtct_of, the four-phase
 // profile of esp_jobs), so live and simulated ESP runs can be compared.
 //
@@ -18,7 +18,7 @@
 // Malleable (--malleable, inside a job submitted with mjsub --malleable, and
 // registered): it tracks the fraction of work done, waits for
 // orders with mj_wait_adapt (no busy wait), and on an order pauses for the
-// resize cost (seed 002: 14.55 s grow, 7.41 s shrink, x --scale) without
+// resize cost ([Finnerty24]: 14.55 s grow, 7.41 s shrink, x --scale) without
 // progress — as mjsim does — then commits and continues at the new rate.
 // Every --report-interval seconds it reports progress (mj_report_progress)
 // and the MTCT of its phase at its size (mj_report_perf with
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   bool malleable_flag = false;
   uint64_t esp_seed = 1;
   std::string model_name = "amdahl", phases_text;
-  CLI::App cli{"esp-app: the emulated ESP application, malleable in place (dynres issue 8; lib/sim's runtime model)"};
+  CLI::App cli{"esp-app: the emulated ESP application, malleable in place (lib/sim's runtime model)"};
   cli.add_option("RUNTIME", runtime, "seconds at REQ_NODES")->required()->check(CLI::Range(0.0, 1e9));
   cli.add_option("REQ_NODES", req, "the size RUNTIME refers to")->required()->check(CLI::Range(1, 1 << 20));
   cli.add_option("SERIAL_FRACTION", serial, "nominal serial fraction (default 0.05)")->check(CLI::Range(0.0, 0.999999));
@@ -149,9 +149,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   cli.add_option("--scale", scale, "time scale of the run: the resize costs are multiplied by it (default 1)")
       ->check(CLI::Range(1e-6, 1e6));
-  cli.add_option("--grow-cost", grow_cost, "seconds without progress per expand, unscaled (default 14.55, seed 002)")
+  cli.add_option("--grow-cost", grow_cost, "seconds without progress per expand, unscaled (default 14.55, [Finnerty24])")
       ->check(CLI::Range(0.0, 1e6));
-  cli.add_option("--shrink-cost", shrink_cost, "seconds without progress per shrink, unscaled (default 7.41, seed 002)")
+  cli.add_option("--shrink-cost", shrink_cost, "seconds without progress per shrink, unscaled (default 7.41, [Finnerty24])")
       ->check(CLI::Range(0.0, 1e6));
   cli.add_flag("--malleable", malleable_flag, "register as malleable (a job submitted with mjsub --malleable)");
   cli.add_option("--report-interval", interval, "seconds between progress/MTCT reports (default 1)")

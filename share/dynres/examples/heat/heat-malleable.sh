@@ -7,7 +7,7 @@
 #SBATCH -t 30:00
 #SBATCH -o heat-malleable-%j.out
 # heat-malleable.sh — an MPI job that grows and shrinks by checkpoint-restart
-# through iCheck (seed 000 §7.4.4; mj(3) MJ_ADAPT_RESTART, heat --malleable).
+# through iCheck ([John24 §7.4.4]; mj(3) MJ_ADAPT_RESTART, heat --malleable).
 #
 #   vcluster-boot --local 5 --icheck-nodes 1     # 4 compute nodes + 1 for iCheck
 #   mjsub share/dynres/examples/heat/heat-malleable.sh [heat options...]

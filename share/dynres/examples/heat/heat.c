@@ -1,6 +1,6 @@
-/* heat — 2-D Jacobi heat simulation on a metal plate (seed 000 §2.2.2.2,
+/* heat — 2-D Jacobi heat simulation on a metal plate ([John24 §2.2.2.2],
  * the non-iMPI heat code used in §8.2.3) with iCheck checkpoint/restart
- * (include/icheck.h, seed 000 §6.1.3, Listing 6.1).
+ * (include/icheck.h, [John24 §6.1.3, Listing 6.1]).
  *
  * Usage:
  *   mpiexec -n 4 heat [--nx 256] [--ny 256] [--iters 1000] [--ckpt-every 100]
@@ -21,7 +21,7 @@
  *
  * Checkpointing (unless --no-icheck or built with -DNO_ICHECK): icheck_init
  * with the application name (--app, default "heat"), then two objects with
- * their redistribution roles (seed 000 §7.4.1):
+ * their redistribution roles [John24 §7.4.1]:
  *   "grid"       this rank's rows of the global grid (lrows * NX doubles,
  *                no ghost rows): icheck_add_adapt_global, ICHECK_BLOCK of the
  *                NY * NX row-major array in units of NX cells (whole rows),
@@ -32,13 +32,13 @@
  * both and the run continues after the stored iteration — on any process
  * count: a checkpoint of N ranks restarted on M != N ranks is redistributed
  * by iCheck (each rank gets its new rows; the grid size must be the same).
- * This is how a malleable heat job resizes (seed 000 §7.4.4): --stop-at N
+ * This is how a malleable heat job resizes [John24 §7.4.4]: --stop-at N
  * commits after iteration N, finalizes (flushing the checkpoint to the second
  * level) and exits 0 ("heat: stopped iteration=N"), and the relaunch on the
  * new process count continues. --hand-redist FILE replaces iCheck by the
  * hand-written alternative (MPI-IO: every rank writes/reads its rows at
  * their global offset in FILE, the iteration in a header) for comparison
- * (seed 000 Table 9.4). --fault-at N kills the process
+ * [John24 Table 9.4]. --fault-at N kills the process
  * (SIGKILL) after iteration N of a run that was not itself restarted, to
  * exercise restart. icheck_finalize(IC_PERSIST) ends the run (--no-persist:
  * flags 0). Note that a persisted checkpoint makes the next run of the same
@@ -56,7 +56,7 @@
  * and tests that must resize a run before it ends, without burning CPU.
  *
  * Malleability (--malleable or HEAT_MALLEABLE=1, inside a dynres job:
- * MJ_JOB_ID set; mj(3), seed 000 §7.4.4 "malleability through
+ * MJ_JOB_ID set; mj(3), [John24 §7.4.4] "malleability through
  * checkpoint-restart"): rank 0 alone talks to the scheduler through libmj.
  * It calls mj_init_adapt and mj_register, and after every iteration
  * mj_probe_adapt (never blocks); the pending flag and the order are
@@ -183,7 +183,7 @@ static void usage(FILE* f) {
           "            [--config PATH] [--no-icheck] [--fault-at N] [--stop-at N] [--no-persist]\n"
           "            [--print-every N] [--hand-redist FILE] [--malleable] [--iter-seconds S]\n"
           "            [--mpi|--no-mpi] [-q]\n"
-          "2-D Jacobi heat simulation (seed 000 §2.2.2.2) with iCheck checkpoints.\n");
+          "2-D Jacobi heat simulation [John24 §2.2.2.2] with iCheck checkpoints.\n");
 }
 
 #ifndef NO_ICHECK
@@ -197,7 +197,7 @@ static void check_ic(int rc, const char* what) {
 #endif
 
 #ifdef HEAT_HAVE_MPI
-/* Hand-written redistribution for comparison with iCheck (seed 000 Table
+/* Hand-written redistribution for comparison with iCheck ([John24] Table
  * 9.4), the shortest one for block rows: MPI-IO, every rank writes/reads its
  * rows at their global offset, rank 0 the iteration in a header. Counted by
  * the lines between the HAND-REDIST markers (t/integration/heat_redist.sh). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # restart_check.sh — interrupt + restart check of the example applications
-# with iCheck (seed 000 §6.1.3, §6.2.5): heat and synth are killed by their
+# with iCheck [John24 §6.1.3, §6.2.5]: heat and synth are killed by their
 # own fault injection after a few checkpoints, rerun, restored from the
 # newest checkpoint, and must print the same checksum line as an
 # uninterrupted run. Without a controller libicheck writes checkpoints

@@ -1,5 +1,5 @@
 // nqueens — count the solutions of the N-queens problem, an in-place
-// malleable task-parallel application (issue 8; seed 002's APGAS NQueens
+// malleable task-parallel application (Finnerty et al.'s APGAS NQueens
 // benchmark, without Java). Tasks are the valid placements of the queens in
 // the first D rows (the prefixes, in lexicographic order); a task's value is
 // the number of solutions extending its prefix (bitmask backtracking), the
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
 
   int n = 14, depth = 3;
   taskbag::Options opt;
-  CLI::App cli{"nqueens: count N-queens solutions, in-place malleable (dynres issue 8; seed 002 APGAS model)"};
+  CLI::App cli{"nqueens: count N-queens solutions, in-place malleable ([Finnerty24] APGAS model)"};
   cli.add_option("-n,--size", n, "board size N (4..20)")->check(CLI::Range(4, 20));
   cli.add_option("--prefix-depth", depth, "queens placed per task prefix (1..4, < N)")->check(CLI::Range(1, 4));
   cli.add_option("--workers", opt.workers, "worker processes when run outside a dynres job (1..256)")

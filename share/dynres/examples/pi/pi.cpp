@@ -1,5 +1,5 @@
 // pi — Monte Carlo estimate of pi, an in-place malleable task-parallel
-// application (issue 8). Task k draws --chunk-samples points in the unit
+// application. Task k draws --chunk-samples points in the unit
 // square from its own SplitMix64 stream, seeded by mix(seed, k) alone, and
 // counts those inside the quarter circle; the estimate is 4 * hits / samples.
 // Hit counts are integers, so the estimate is bit-identical whatever the
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   if (taskbag::is_worker(argc, argv)) return taskbag::worker_main(argc, argv, app);
 
   taskbag::Options opt;
-  CLI::App cli{"pi: Monte Carlo estimate of pi, in-place malleable (dynres issue 8)"};
+  CLI::App cli{"pi: Monte Carlo estimate of pi, in-place malleable"};
   cli.add_option("--chunks", chunks, "tasks (1..1e8)")->check(CLI::Range(uint64_t{1}, kMaxChunks));
   cli.add_option("--chunk-samples", samples, "points per task (1..1e9)")->check(CLI::Range(uint64_t{1}, kMaxChunkSamples));
   cli.add_option("--seed", seed, "seed of the per-chunk streams");

@@ -1,4 +1,4 @@
-/* synth — the synthetic checkpoint benchmark of seed 000 §8.2.3.1
+/* synth — the synthetic checkpoint benchmark of [John24 §8.2.3.1]
  * (Listing 8.1: configuration file, Listing 8.2: pseudocode), using the iCheck
  * C API of include/icheck.h (§6.1.3).
  *
@@ -47,7 +47,7 @@
  *   cp_async       icheck_enable_asynchronous(1) (§6.1.3.3); default false
  *   persist        icheck_finalize(IC_PERSIST) (Listing 6.1) or 0; true
  *   cp_global      elements of ONE global array block-distributed over the
- *                  ranks (seed 000 §7.4.1.2) instead of cp_size per process;
+ *                  ranks [John24 §7.4.1.2] instead of cp_size per process;
  *                  values depend on the global index only, so the checksum is
  *                  the same for every rank count, and a checkpoint restarts
  *                  on another rank count (icheck_add_adapt_global, BLOCK;
@@ -455,7 +455,7 @@ void check_ic(const Par& p, int rc, const char* what) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  CLI::App app{"synth: synthetic checkpoint benchmark (seed 000 §8.2.3.1, Listing 8.1)"};
+  CLI::App app{"synth: synthetic checkpoint benchmark [John24 §8.2.3.1, Listing 8.1]"};
   std::string cfg_path;
   std::vector<std::string> sets;
   bool force_mpi = false, no_mpi = false, quiet = false;
@@ -502,7 +502,7 @@ int main(int argc, char** argv) {
   const bool say = !quiet && par.rank == 0;
   if (c.is_invasive && par.rank == 0)
     std::fprintf(stderr, "synth: is_invasive: iMPI is not available; running the non-invasive "
-                         "benchmark (seed 000 §8.2.3.1)\n");
+                         "benchmark [John24 §8.2.3.1]\n");
 
   const std::size_t es = type_size(c.cp_type);
   // cp_global: this rank's BLOCK of the global array (first G % size ranks one more)
@@ -536,7 +536,7 @@ int main(int argc, char** argv) {
     check_ic(par, icheck_init(c.icheck_config.empty() ? nullptr : c.icheck_config.c_str(),
                               c.app_name.c_str(), comm, &status),
              "icheck_init");
-    if (G) {  // one global array: restartable on any rank count (seed 000 §7.4.1)
+    if (G) {  // one global array: restartable on any rank count [John24 §7.4.1]
       check_ic(par, icheck_add_adapt_global("array", data, ichk_type(c.cp_type), G, ICHECK_BLOCK, size_t(1)), "add array");
       check_ic(par, icheck_add_adapt("iteration", &iter_done, 1, ICHECK_INT, ICHECK_CONSTANT), "add iteration");
     } else {

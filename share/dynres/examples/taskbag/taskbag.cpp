@@ -683,7 +683,7 @@ int Coordinator::run() {
       last_progress_ = t;
       mj_report_progress(static_cast<double>(ndone_) / static_cast<double>(app_.ntasks));
     }
-    // all tasks handed out and nothing to adapt: the shutdown phase (seed 002)
+    // all tasks handed out and nothing to adapt: the shutdown phase [Finnerty24]
     if (registered_ && !deregistered_ && bag_.empty() && !ad_.active) {
       int d = mj_deregister();
       if (d != MJ_OK) log("mj_deregister: %s %s", mj_strerror(d), mj_last_error());

@@ -1,5 +1,5 @@
 // taskbag — the in-place malleable task-parallel runtime of the nqueens and
-// pi examples (issue 8 "in place, task-parallel": seed 002's APGAS model
+// pi examples (in place and task-parallel, like Finnerty et al.'s APGAS model
 // without Java, a shared bag of tasks instead of work stealing).
 //
 // One coordinator process (the job script runs it on the job's first node)
