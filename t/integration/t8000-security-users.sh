@@ -117,10 +117,14 @@ assert_contains "$T_ERR" "permission denied" "(4) B is told why"
 t_run as "$UB" mjcancel --home "$S" "$JA"
 assert_ne 0 "$T_RC" "(4) B cannot cancel A's job"
 assert_eq "PENDING 1" "$(sq "$S" "SELECT state || ' ' || held FROM jobs WHERE id=$JA")" "(4) A's job is still pending and held"
-t_run as "$UB" pcorridor --home "$S" set 100 1000 --force
+t_run as "$UB" pcorridor --home "$S" set 1 2 --force
 assert_ne 0 "$T_RC" "(4) B cannot set the corridor"
+assert_contains "$T_ERR" "permission denied" "(4) B is told why the corridor was refused"
 n=$(sq "$S" "SELECT COUNT(*) FROM power_corridor" 2>/dev/null)
 assert_eq 0 "${n:-0}" "(4) no corridor recorded"
+t_run pcorridor --home "$S" set 1 2 --force
+assert_eq 0 "$T_RC" "(4) root sets the same corridor: $T_ERR"
+assert_eq 1 "$(sq "$S" "SELECT COUNT(*) FROM power_corridor")" "(4) root's corridor is recorded"
 t_run as "$UA" mjcontrol --home "$S" release "$JA"
 assert_eq 0 "$T_RC" "(4) A releases its own job: $T_ERR"
 wait_state 20 "$S" "$JA" COMPLETED

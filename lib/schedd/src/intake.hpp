@@ -71,8 +71,9 @@ class Intake {
   struct Ready;
   /// Accept every queued connection. What is already there is read at once:
   /// a client that sent its whole request (the usual case) is served without
-  /// ever counting against the caps; only unfinished first frames wait, and
-  /// a uid over its cap of those is refused.
+  /// ever counting against the caps; only unfinished first frames wait. Over
+  /// a cap, the oldest waiting connection of the uid with the most of them is
+  /// closed.
   std::vector<Ready> accept_all(int lfd, double now);
 
   void accept_all_into(int lfd, double now, std::vector<Ready>& ready) {
@@ -92,18 +93,33 @@ class Intake {
         continue;
       }
       if (!conns_.count(c)) continue;  // closed or refused already
-      int mine = 0;
-      for (auto& [fd, x] : conns_) mine += x.peer.uid == peer->uid;
-      if (mine > kMaxPerUid || static_cast<int>(conns_.size()) > kMaxTotal) {
-        log_("cap:" + std::to_string(peer->uid),
-             "refused a connection of uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + "): " +
-                 std::to_string(mine - 1) + " of its connections are waiting for their first frame (cap " +
-                 std::to_string(kMaxPerUid) + ")",
+      // Over a cap: the oldest waiting connection of the uid with the most
+      // of them goes (not the new one, which may be an honest client of the
+      // same user whose request is still on its way).
+      while (static_cast<int>(conns_.size()) > kMaxTotal || count(peer->uid) > kMaxPerUid) {
+        uint32_t uid = peer->uid;
+        if (count(uid) <= kMaxPerUid)
+          for (auto& [fd, x] : conns_)
+            if (count(x.peer.uid) > count(uid)) uid = x.peer.uid;
+        auto oldest = conns_.end();
+        for (auto it = conns_.begin(); it != conns_.end(); ++it)
+          if (it->second.peer.uid == uid && it->first != c && (oldest == conns_.end() || it->second.deadline < oldest->second.deadline))
+            oldest = it;
+        if (oldest == conns_.end()) break;
+        log_("cap:" + std::to_string(uid),
+             "closed a connection of uid " + std::to_string(uid) + " (pid " + std::to_string(oldest->second.peer.pid) +
+                 "): more than " + std::to_string(kMaxPerUid) + " of its connections wait for their first frame",
              now);
-        ::close(c);
-        conns_.erase(c);
+        ::close(oldest->first);
+        conns_.erase(oldest);
       }
     }
+  }
+
+  int count(uint32_t uid) const {
+    int n = 0;
+    for (auto& [fd, x] : conns_) n += x.peer.uid == uid;
+    return n;
   }
 
   std::vector<int> fds() const {
