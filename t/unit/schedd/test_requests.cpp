@@ -174,8 +174,9 @@ TEST_CASE("cancel: another user's job is refused and stays pending") {
   r = handle_request(root, Peer{1002, 1002, 1}, json{{"op", "cancel"}, {"ids", {std::to_string(a)}}});
   CHECK(r->value("rc", 0) == 1);
   CHECK(c.st->job(a)->state == kPending);
-  // scancel -u 1001 by 1002: nothing of 1001's is touched
+  // scancel -u 1001 by 1002: refused (exit 1), nothing of 1001's is touched
   r = handle_request(root, Peer{1002, 1002, 1}, json{{"op", "cancel"}, {"uids", {1001}}});
+  CHECK(r->value("rc", 0) == 1);
   CHECK(c.st->job(a)->state == kPending);
   r = handle_request(root, Peer{1001, 1001, 1}, json{{"op", "cancel"}, {"ids", {std::to_string(a)}}});
   CHECK(r->value("rc", 1) == 0);
