@@ -35,6 +35,8 @@ T_PIDS=()
 T_WATCHDOG=""
 T_T0=$(date +%s.%N)
 T_TMP=""
+T_EXIT_FUNCS=()
+T_FAIL_FUNCS=()
 
 t_log() { printf '[%s %5.1fs] %s\n' "$T_NAME" "$(awk -v a="$T_T0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')" "$*"; }
 
@@ -71,13 +73,18 @@ _t_kill_tree() {  # pid: the process and its descendants
 
 _t_cleanup() {
   local rc=$?
+  set +e   # a test may run with set -e: the cleanup must run to its end
   trap - EXIT INT TERM HUP
   # the watchdog's sleep too: it holds our stdout, which ctest waits on
   [[ -n $T_WATCHDOG ]] && _t_kill_tree "$T_WATCHDOG"
   # a t_run command the watchdog (or a signal) interrupted
   # (reaped quietly: no "Killed" job notice from bash)
   [[ -n $T_FG_PID ]] && { _t_kill_tree "$T_FG_PID"; wait "$T_FG_PID"; } 2>/dev/null
-  local p d
+  local p d f
+  if ((rc != 0 || T_FAILS != 0)); then
+    for f in "${T_FAIL_FUNCS[@]}"; do "$f" >&2 || true; done
+  fi
+  for f in "${T_EXIT_FUNCS[@]}"; do "$f" || true; done
   for p in "${T_PIDS[@]}"; do _t_kill_tree "$p"; done
   if ((rc != 0 || T_FAILS != 0)); then
     for d in "${T_CLUSTERS[@]}"; do
@@ -109,7 +116,9 @@ t_begin() {
   for t in mjsub mjstat mjcancel mjsched mjstepd; do
     [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"
   done
-  T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dynres-$T_NAME-XXXXXX") || t_fatal "mktemp failed"
+  # short: Unix socket paths below it must stay within 107 bytes
+  T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dr-${T_NAME%%-*}-XXXXXX") || t_fatal "mktemp failed"
+  chmod 700 "$T_TMP"
   trap _t_cleanup EXIT
   trap 'echo "[$T_NAME] interrupted" >&2; exit 1' INT HUP
   trap 'echo "[$T_NAME] FAIL: time bound of '"$bound"' s exceeded" >&2; T_FAILS=$((T_FAILS + 1)); exit 1' TERM
@@ -143,6 +152,18 @@ t_done() {
 
 # bg_register PID — kill this process (and its children) at cleanup.
 bg_register() { T_PIDS+=("$1"); }
+# t_on_exit FUNCTION — run FUNCTION at cleanup (before the registered
+# processes are killed and $T_TMP is removed), e.g. to stop a service the
+# test booted; last registered runs first.
+t_on_exit() { T_EXIT_FUNCS=("$1" "${T_EXIT_FUNCS[@]}"); }
+# t_on_fail FUNCTION — run FUNCTION at cleanup when the test failed, e.g. to
+# print the tail of a daemon's log.
+t_on_fail() { T_FAIL_FUNCS+=("$1"); }
+# t_require COMMAND... — skip (exit 77) naming the first command not on PATH.
+t_require() {
+  local c
+  for c in "$@"; do command -v "$c" >/dev/null || t_skip "$c is not built or not installed"; done
+}
 
 # ---------------------------------------------------------------- clusters
 

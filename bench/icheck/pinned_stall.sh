@@ -6,7 +6,7 @@
 # how many runs had a step over 8 s ("stalled") and how many failed (a step
 # hit its 60 s bound or the restore was wrong).
 # Measured on this 2-core machine (session 5): with sched_yield in the
-# busy-poll loops of lib/icheck/src/fabric.cpp, 4 of 4 runs stalled and 3
+# busy-poll loops of lib/ictransport/src/fabric.cpp, 4 of 4 runs stalled and 3
 # failed (the run was cut at 420 s); with the ~50 us sleep that replaced it,
 # 3 of 8 stalled and failed. The stall is not fixed; see the closing note.
 set -u

@@ -8,22 +8,14 @@
 #     vcluster-down, esp and esp-run);
 #   - every dynres page named in a SEE ALSO / cross reference exists.
 # Needs no cluster; a few seconds.
-set -uo pipefail
-
-SRC=${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-if [[ -n ${DYNRES_BUILD:-} ]]; then PATH=$DYNRES_BUILD/bin:$PATH; fi
-export DYNRES_BIN=${DYNRES_BUILD:-$SRC/build}/bin
+. "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
+t_begin 120
+SRC=$DYNRES_SRC
 MAN=$SRC/man
-NAME=docs_manpages
-FAILS=0
-CHECKS=0
-
-fail() { FAILS=$((FAILS + 1)); CHECKS=$((CHECKS + 1)); echo "[$NAME] FAIL: $*" >&2; }
-pass() { CHECKS=$((CHECKS + 1)); [[ -n ${T_VERBOSE:-} ]] && echo "[$NAME] ok: $*"; return 0; }
 
 TOOLS=(mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim pcorridor)
 for t in "${TOOLS[@]}"; do
-  command -v "$t" >/dev/null || { echo "[$NAME] SKIP: $t is not built (not on PATH)"; exit 77; }
+  command -v "$t" >/dev/null || t_skip "$t is not built (not on PATH)"
 done
 
 # The pages this test owns, and which page documents which tool.
@@ -47,12 +39,12 @@ check_options() {
     [[ -z $opt ]] && continue
     n=$((n + 1))
     if grep -qE -- "(^|[^A-Za-z0-9-])${opt}([^a-z0-9-]|\$)" <<<"$text"; then
-      pass "$what: $opt in man/$page"
+      t_pass "$what: $opt in man/$page"
     else
-      fail "$what: option $opt (from --help) is not mentioned in man/$page"
+      t_fail "$what: option $opt (from --help) is not mentioned in man/$page"
     fi
   done < <(grep -oE -- '--[a-z-]+' <<<"$help" | sed 's/-*$//' | grep -E -- '^--[a-z]' | sort -u)
-  ((n > 0)) || fail "$what: --help printed no long option at all"
+  ((n > 0)) || t_fail "$what: --help printed no long option at all"
 }
 
 # help_of WHAT CMD... — run CMD (a --help call), which must exit 0; sets HELP.
@@ -61,13 +53,13 @@ help_of() {
   shift
   HELP=$("$@" 2>&1 </dev/null)
   rc=$?
-  if ((rc == 0)); then pass "$what --help exits 0"; else fail "$what --help exited $rc: ${HELP:0:300}"; fi
+  if ((rc == 0)); then t_pass "$what --help exits 0"; else t_fail "$what --help exited $rc: ${HELP:0:300}"; fi
 }
 
 # ------------------------------------------------------------ the C++ tools
 for t in "${TOOLS[@]}"; do
   page=${PAGE_OF[$t]}
-  if [[ -f $MAN/$page ]]; then pass "$t has man/$page"; else fail "$t: no man page man/$page"; continue; fi
+  if [[ -f $MAN/$page ]]; then t_pass "$t has man/$page"; else t_fail "$t: no man page man/$page"; continue; fi
   help_of "$t" "$t" --help
   check_options "$t" "$HELP" "$page"
 done
@@ -81,7 +73,7 @@ declare -A SCRIPT_PAGES=([vcluster-boot]="vcluster-boot.1" [vcluster-down]="vclu
 for s in vcluster-boot vcluster-down esp esp-run; do
   help_of "$s" bash "$SRC/share/dynres/$s" --help
   for page in ${SCRIPT_PAGES[$s]}; do
-    if [[ -f $MAN/$page ]]; then check_options "$s" "$HELP" "$page"; else fail "$s: no man page man/$page"; fi
+    if [[ -f $MAN/$page ]]; then check_options "$s" "$HELP" "$page"; else t_fail "$s: no man page man/$page"; fi
   done
 done
 
@@ -90,17 +82,17 @@ if command -v man >/dev/null; then
   loc=C
   locale -a 2>/dev/null | grep -qiE '^c\.utf-?8$' && loc=C.UTF-8
   for page in "${PAGES[@]}"; do
-    [[ -f $MAN/$page ]] || { fail "man/$page is missing"; continue; }
+    [[ -f $MAN/$page ]] || { t_fail "man/$page is missing"; continue; }
     err=$(LC_ALL=$loc LANG=$loc MANWIDTH=80 MANPAGER=cat PAGER=cat man --warnings -l "$MAN/$page" 2>&1 >/dev/null)
     rc=$?
     if ((rc == 0)) && [[ -z $err ]]; then
-      pass "man/$page renders without warnings"
+      t_pass "man/$page renders without warnings"
     else
-      fail "man/$page: man --warnings -l exited $rc with: ${err:0:600}"
+      t_fail "man/$page: man --warnings -l exited $rc with: ${err:0:600}"
     fi
   done
 else
-  echo "[$NAME] note: man is not installed (Debian: man-db groff-base); rendering checks skipped"
+  t_log "note: man is not installed (Debian: man-db groff-base); rendering checks skipped"
 fi
 
 # ------------------------------------------------------------ cross references
@@ -110,14 +102,9 @@ for page in "${PAGES[@]}"; do
     n=${ref%%(*}
     sec=${ref#*(}
     sec=${sec%)}
-    if [[ -f $MAN/$n.$sec ]]; then pass "man/$page: $ref exists"; else fail "man/$page refers to $ref but man/$n.$sec does not exist"; fi
+    if [[ -f $MAN/$n.$sec ]]; then t_pass "man/$page: $ref exists"; else t_fail "man/$page refers to $ref but man/$n.$sec does not exist"; fi
   done < <(plain "$MAN/$page" | grep -E '^\.BR? ' | sed -E 's/^\.BR? +//' |
            grep -oE '^(mj[a-z]+|vcluster-[a-z]+|esp|dynres[a-z.]*|icheck[a-z.]*|icagent) +\([1-8]\)' | tr -d ' ' | sort -u)
 done
 
-if ((FAILS)); then
-  echo "[$NAME] $FAILS of $CHECKS checks FAILED"
-  exit 1
-fi
-echo "[$NAME] all $CHECKS checks passed"
-exit 0
+t_done

@@ -205,6 +205,11 @@ assert_eq "PENDING CANCELLED CANCELLED CANCELLED" \
   "$(sq "$C" "SELECT state FROM jobs WHERE array_job_id=$BA ORDER BY array_task_id" | xargs)" "mjcancel A_T and A_[x-y]"
 t_run mjcancel "${BA}_9"
 assert_contains "$T_ERR" "invalid job id ${BA}_9" "mjcancel of an unknown array task"
+assert_ne 0 "$T_RC" "... exits non-zero, as scancel does"
+t_run mjcancel "${BA}_[7-9]"
+assert_ne 0 "$T_RC" "mjcancel of a task range naming no task exits non-zero"
+assert_contains "$T_ERR" "${BA}_[7-9]" "... and names the range"
+assert_eq PENDING "$(sq "$C" "SELECT state FROM jobs WHERE array_job_id=$BA AND array_task_id=0")" "... and cancels nothing"
 mjcancel "$BA"
 assert_eq 0 "$(count_jobs "$C" "array_job_id=$BA AND state='PENDING'")" "mjcancel A cancels the array's tasks"
 for args in "5-1|goes backwards" "1-3%0|%0" "x|invalid number 'x'"; do
@@ -250,6 +255,18 @@ wait_state 20 "$C" "$ANY" COMPLETED
 wait_for 10 "afternotok of a completed job: never satisfied" eval \
   '[[ $(sq "$C" "SELECT state || \" \" || reason FROM jobs WHERE id=$NOK") == "PENDING DependencyNeverSatisfied" ]]'
 assert_le "$(job_col "$C" "$A" end_time)" "$(job_col "$C" "$OK" start_time)" "afterok job started after $A ended"
+# afterok of a job that failed can never be satisfied: the job says so and never starts
+write_script "$W/fails.sh" '#!/bin/bash' 'exit 3'
+FA=$(mjsub --parsable -o /dev/null "$W/fails.sh") || t_fatal "mjsub of a failing job"
+FOK=$(mjsub --parsable -d "afterok:$FA" quick.sh) || t_fatal "mjsub afterok of the failing job"
+wait_state 20 "$C" "$FA" FAILED
+wait_for 10 "afterok of a failed job: never satisfied" eval \
+  '[[ $(sq "$C" "SELECT state || \" \" || reason FROM jobs WHERE id=$FOK") == "PENDING DependencyNeverSatisfied" ]]'
+sleep 0.6
+assert_eq null "$(mjstat -j "$FOK" --json | json_get start_time)" "a job whose afterok failed never starts"
+t_run mjstat -j "$FOK"
+assert_contains "$T_OUT" "DependencyNeverSatisfied" "mjstat shows DependencyNeverSatisfied"
+mjcancel "$FOK"
 S1=$(mjsub --parsable -J solo -d singleton gate.sh) || t_fatal "mjsub singleton 1"
 wait_state 20 "$C" "$S1" RUNNING || t_fatal "first singleton did not start"
 S2=$(mjsub --parsable -J solo -d singleton quick.sh) || t_fatal "mjsub singleton 2"

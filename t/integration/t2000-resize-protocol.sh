@@ -41,7 +41,7 @@ submit() {  # SCRIPT-BODY [mjsub options...]: the job id
 }
 
 # ---- 1. shrink, expand with launched processes, committed -----------------
-A=$(submit 'MJT_LAUNCH=1 mjtest serve 150' -N 4 --min-nodes 1 --max-nodes 6)
+A=$(submit 'MJT_LAUNCH=1 mjtest serve 150' -N 4 --min-nodes 2 --max-nodes 6)
 wait_state 10 "$C" "$A" RUNNING
 wait_for 10 "job $A registered" registered "$A"
 t_run mjcontrol resize "$A" 2 --wait 5
@@ -74,7 +74,11 @@ t_run mjstat --gantt "$T_TMP/gantt.png"
 # refused orders change nothing
 t_run mjcontrol resize "$A" 7
 assert_ne 0 "$T_RC" "resize beyond --max-nodes refused"
-assert_contains "$T_ERR" "1 to 6 nodes" "the refusal names the range"
+assert_contains "$T_ERR" "2 to 6 nodes" "the refusal names the range"
+t_run mjcontrol resize "$A" 1
+assert_ne 0 "$T_RC" "resize below --min-nodes refused"
+assert_contains "$T_ERR" "2 to 6 nodes" "... naming the range"
+assert_eq 5 "$(held "$A")" "refused orders leave the job's nodes alone"
 t_run mjcontrol resize "$A" 5
 assert_ne 0 "$T_RC" "resize to the current size refused"
 t_run mjcontrol resize 9999 2
@@ -169,7 +173,8 @@ assert_eq RUNNING "$(job_state "$C" "$A")" "other jobs unaffected by all of this
 # ---- 7. restart-based resize ----------------------------------------------
 mjcancel "$S" >/dev/null
 wait_state 10 "$C" "$S" CANCELLED
-mjcontrol resize "$A" 1 --wait 5 >/dev/null
+mjcancel "$A" >/dev/null   # its --min-nodes 2 keeps it from giving back more
+wait_state 10 "$C" "$A" CANCELLED
 R=$(submit 'mjtest restart 30' -N 2 --min-nodes 1 --max-nodes 3)
 wait_state 10 "$C" "$R" RUNNING
 wait_for 10 "job $R registered" registered "$R"
@@ -209,7 +214,7 @@ assert_eq 1 "$(held "$L")" "job $L holds the 1 node it runs on"
 wait_for 15 "job $L's resumed commit acknowledged" eval "out_of $L | grep -q '^committed $LO resumed 2->1'"
 check_nodes_consistent "$C" "after mjsched restarted mid-relaunch"
 
-for j in $A $R $L; do mjcancel "$j" >/dev/null 2>&1; done
+for j in $R $L; do mjcancel "$j" >/dev/null 2>&1; done
 wait_for 15 "all jobs ended" no_active_jobs "$C"
 check_nodes_consistent "$C" "at the end"
 check_allocations_disjoint "$C"

@@ -9,20 +9,10 @@
 # checksum; the lines each needs are counted ([John24 Table 9.4]: 1 vs > 3).
 # synth with one global array (cp_global) killed on 4 ranks and restarted on
 # 3 ends with the fixed-size checksum too. About 15 s.
-set -u
-command -v mpiexec >/dev/null || { echo "mpiexec (Debian package mpich) is not installed"; exit 77; }
-for b in heat synth icagent; do command -v $b >/dev/null || { echo "$b not built"; exit 77; }; done
-DYNRES_SRC=${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-W=$(mktemp -d /tmp/heat_redist.XXXXXX); chmod 700 "$W"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
-FAILS=0
-t_fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-t_fatal() { echo "FAIL: $*"; exit 1; }
-assert_eq() { [[ $1 == "$2" ]] && echo "ok $3" || t_fail "$3: expected '$1', got '$2'"; }
-assert_contains() { [[ $1 == *"$2"* ]] && echo "ok $3" || t_fail "$3: '$2' not in: $1"; }
-assert_match() { [[ $2 =~ $1 ]] && echo "ok $3" || t_fail "$3: /$1/ does not match: $2"; }
+. "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
+t_begin 180
+t_require mpiexec heat synth icagent
+W=$T_TMP
 printf 'direct: true\npfs_dir: %s/pfs\n' "$W" >"$W/direct.yaml"
 A=(--nx 64 --ny 50 --iters 120 --ckpt-every 20)
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' <<<"$1" | tail -1; }
@@ -52,7 +42,7 @@ chain hand --hand-redist "$W/hand.bin" -q
 # From agent memory: 4 -> 4 (agents, IC_PERSIST) -> 2 (the agents' version).
 for a in m0 m1; do
   icagent --listen "unix:$W/$a.sock" --app hagent --pfs-dir "$W/pfs" >"$W/$a.log" 2>&1 &
-  PIDS+=($!)
+  bg_register $!
 done
 for _ in $(seq 100); do [[ -S $W/m0.sock && -S $W/m1.sock ]] && break; sleep 0.1; done
 printf 'agents: [ "unix:%s/m0.sock", "unix:%s/m1.sock" ]\npfs_dir: %s/pfs\n' "$W" "$W" "$W" >"$W/two.yaml"
@@ -81,5 +71,4 @@ echo "LINES synth: icheck=$n_sy"
 assert_eq 1 "$n_sy" "synth needs one iCheck line for its redistribution"
 assert_eq 1 "$n_ic" "heat needs one iCheck line for its redistribution"
 (( n_hand > 3 )) || t_fail "the hand-written redistribution needs only $n_hand lines"
-(( FAILS == 0 )) || { echo "$FAILS checks failed"; exit 1; }
-echo PASS
+t_done

@@ -4,30 +4,29 @@
 # restore from the second level; corrupted second-level file -> refused,
 # older valid version used; application SIGKILLed at random moments ->
 # resumes, same final result as an uninterrupted run.
-set -u
-command -v icheckd >/dev/null && command -v ictest >/dev/null || { echo "not built"; exit 77; }
-SRC=${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
-W=$(mktemp -d /tmp/icheck_fail.XXXXXX); chmod 700 "$W"
+. "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
+t_begin 180
+t_require icheckd ictest
+SRC=$DYNRES_SRC
+W=$T_TMP
 export DYNRES_HOME=$W
 unset ICHECK_CONFIG ICHECK_TRANSFER
 APP_PID=""
-cleanup() {
+stop_icheck() {
   [ -n "$APP_PID" ] && kill -9 "$APP_PID" 2>/dev/null
   "$SRC/share/dynres/icheck-down" --home "$W"
   # an agent may still be writing its last second-level version: wait until no
-  # process of this test's service is left, then remove (retrying while files close)
+  # process of this test's service is left before $T_TMP is removed
   for _ in $(seq 100); do pgrep -f -- "$W/" >/dev/null || break; sleep 0.1; done
-  for _ in 1 2 3 4 5; do rm -rf "$W" 2>/dev/null; [ -e "$W" ] || break; sleep 0.5; done
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+t_on_exit stop_icheck
 T="timeout 60"
 result() { grep '^RESULT' "$1" | awk '{print $2}'; }
 boot() { timeout 30 "$SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-standby n1 >/dev/null || fail boot; }
 agent_pid() { pgrep -f "icagent --listen unix:$W/icheck/agent-.* --app $1 " | head -1; }
 ref() { # app n iters every -> reference result of an uninterrupted direct run
   printf 'direct: true\npfs_dir: %s/ref\n' "$W" >"$W/direct.yaml"
-  $T ictest "ref_$1" "$2" "$3" "$4" --config "$W/direct.yaml" >"$W/ref_$1.out" || fail "reference $1"
+  $T ictest "ref_$1" "$2" "$3" "$4" --config "$W/direct.yaml" >"$W/ref_$1.out" || t_fatal "reference $1"
   result "$W/ref_$1.out"
 }
 boot
@@ -38,27 +37,27 @@ R=$(ref kill 1000000 40 1)
 $T ictest kill 1000000 40 1 --sleep-ms 50 --probe 30 >"$W/e.out" 2>"$W/e.err" &
 APP_PID=$!
 for _ in $(seq 50); do grep -q "COMMIT 3 " "$W/e.out" 2>/dev/null && break; sleep 0.1; done
-AP=$(agent_pid kill); [ -n "$AP" ] || fail "no agent for app kill"
+AP=$(agent_pid kill); [ -n "$AP" ] || t_fatal "no agent for app kill"
 kill -9 "$AP"
-wait "$APP_PID" || fail "application died with its agent: $(cat $W/e.err)"; APP_PID=""
-grep -q " direct 0$" "$W/e.out" || fail "no direct fallback: $(cat $W/e.out)"
-grep -q "PROBE 30 rdma 0" "$W/e.out" || fail "no return to RDMA after the probe: $(tail -5 $W/e.out)"
-grep -q "COMMIT 40 40 rdma 0" "$W/e.out" || fail "not back on agents at the end: $(tail -3 $W/e.out)"
-[ "$(result $W/e.out)" = "$R" ] || fail "result differs after agent failure"
-echo "ok agent killed -> direct -> rdma"
+wait "$APP_PID" || t_fatal "application died with its agent: $(cat $W/e.err)"; APP_PID=""
+grep -q " direct 0$" "$W/e.out" || t_fatal "no direct fallback: $(cat $W/e.out)"
+grep -q "PROBE 30 rdma 0" "$W/e.out" || t_fatal "no return to RDMA after the probe: $(tail -5 $W/e.out)"
+grep -q "COMMIT 40 40 rdma 0" "$W/e.out" || t_fatal "not back on agents at the end: $(tail -3 $W/e.out)"
+[ "$(result $W/e.out)" = "$R" ] || t_fatal "result differs after agent failure"
+t_pass "agent killed -> direct -> rdma"
 
 # (f) every agent gone (service down), application restarted -> second level
 R=$(ref gone 50000 40 5)
-$T ictest gone 50000 20 5 --persist >"$W/f1" || fail "first half"
-grep -q "FINAL 4 rdma" "$W/f1" || fail "f1: $(cat $W/f1)"
+$T ictest gone 50000 20 5 --persist >"$W/f1" || t_fatal "first half"
+grep -q "FINAL 4 rdma" "$W/f1" || t_fatal "f1: $(cat $W/f1)"
 sleep 0.5
 "$SRC/share/dynres/icheck-down" --home "$W"
-pgrep -f "icagent --listen unix:$W/" >/dev/null && fail "agents survived icheck-down"
+pgrep -f "icagent --listen unix:$W/" >/dev/null && t_fatal "agents survived icheck-down"
 boot
-$T ictest gone 50000 40 5 >"$W/f2" || fail "restart after losing all agents"
-grep -q "RESTORED 20 4" "$W/f2" || fail "not restored from the second level: $(cat $W/f2)"
-[ "$(result $W/f2)" = "$R" ] || fail "result differs after restore from the second level"
-echo "ok all agents gone -> second level"
+$T ictest gone 50000 40 5 >"$W/f2" || t_fatal "restart after losing all agents"
+grep -q "RESTORED 20 4" "$W/f2" || t_fatal "not restored from the second level: $(cat $W/f2)"
+[ "$(result $W/f2)" = "$R" ] || t_fatal "result differs after restore from the second level"
+t_pass "all agents gone -> second level"
 
 # (g) corrupted second-level files -> refused, the newest valid version used.
 # Four versions are kept (iterations 5, 10, 15, 20), so "newest valid" and
@@ -75,22 +74,22 @@ PY
 }
 for app in corrupt corrupt2; do
   R=$(ref "$app" 50000 40 5)
-  $T ictest "$app" 50000 20 5 --config "$W/d2.yaml" >"$W/g1" || fail "g1 $app"
+  $T ictest "$app" 50000 20 5 --config "$W/d2.yaml" >"$W/g1" || t_fatal "g1 $app"
   n=$(ls -d "$W"/pfs2/*/"$app"/v* | wc -l)
-  [ "$n" = 4 ] || fail "$app: $n versions kept, expected 4"
-  F=$(ls "$W"/pfs2/*/"$app"/v0000000004/r000000.grid.*dat) && [ -f "$F" ] || fail "no v4 file"
+  [ "$n" = 4 ] || t_fatal "$app: $n versions kept, expected 4"
+  F=$(ls "$W"/pfs2/*/"$app"/v0000000004/r000000.grid.*dat) && [ -f "$F" ] || t_fatal "no v4 file"
   flip "$F"
   expect=15
   if [ "$app" = corrupt2 ]; then
-    F=$(ls "$W"/pfs2/*/"$app"/v0000000003/r000000.grid.*dat) && [ -f "$F" ] || fail "no v3 file"
+    F=$(ls "$W"/pfs2/*/"$app"/v0000000003/r000000.grid.*dat) && [ -f "$F" ] || t_fatal "no v3 file"
     flip "$F"
     expect=10
   fi
-  $T ictest "$app" 50000 40 5 --config "$W/d2.yaml" >"$W/g2" || fail "restart with corrupted files"
-  grep -q "RESTORED $expect " "$W/g2" || fail "$app: expected the restore of iteration $expect: $(head -3 $W/g2)"
-  [ "$(result $W/g2)" = "$R" ] || fail "$app: result differs after refusing the corrupt versions"
+  $T ictest "$app" 50000 40 5 --config "$W/d2.yaml" >"$W/g2" || t_fatal "restart with corrupted files"
+  grep -q "RESTORED $expect " "$W/g2" || t_fatal "$app: expected the restore of iteration $expect: $(head -3 $W/g2)"
+  [ "$(result $W/g2)" = "$R" ] || t_fatal "$app: result differs after refusing the corrupt versions"
 done
-echo "ok corrupted versions refused, the newest valid one restored"
+t_pass "corrupted versions refused, the newest valid one restored"
 
 # (h) application SIGKILLed at random moments, restarted until done
 R=$(ref sigkill 200000 60 3)
@@ -100,7 +99,7 @@ for round in 1 2 3; do
   sleep "0.$((RANDOM % 7 + 3))"
   kill -9 "$APP_PID" 2>/dev/null; wait "$APP_PID" 2>/dev/null; APP_PID=""
 done
-$T ictest sigkill 200000 60 3 >"$W/h_final" || fail "final run after kills"
-[ "$(result $W/h_final)" = "$R" ] || fail "result after SIGKILLs differs: $(cat $W/h_final)"
-echo "ok SIGKILL + restart ($(grep RESTORED $W/h_final))"
-echo PASS
+$T ictest sigkill 200000 60 3 >"$W/h_final" || t_fatal "final run after kills"
+[ "$(result $W/h_final)" = "$R" ] || t_fatal "result after SIGKILLs differs: $(cat $W/h_final)"
+t_pass "SIGKILL + restart ($(grep RESTORED $W/h_final))"
+t_done

@@ -38,25 +38,17 @@
 # Environment (set by ctest): DYNRES_SRC (repo root), DYNRES_BUILD, PATH with
 # $DYNRES_BUILD/bin first.  Exit 77 (skip) only when not root; CI runs as root.
 # DYNRES_KEEP_TMP=1 keeps the temporary directory for inspection.
-set -euo pipefail
-
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
-: "${DYNRES_SRC:=$(cd "$(dirname "$SELF")/../.." && pwd)}"
+. "${DYNRES_SRC:-$(dirname "$SELF")/../..}/t/lib.sh"
+set -e
 FIXTURE=$DYNRES_SRC/t/fixtures/outer-slurm
 BOOT=$DYNRES_SRC/share/dynres/vcluster-boot
 DOWN=$DYNRES_SRC/share/dynres/vcluster-down
-# The boot scripts take their binaries from DYNRES_BIN (default: the source
-# tree's build/bin); test the build under test, as ctest's PATH does.
-if [[ -n ${DYNRES_BUILD:-} ]]; then
-    export DYNRES_BIN=${DYNRES_BIN:-$DYNRES_BUILD/bin}
-fi
 NODES=4
 JOB_SLEEP=4        # seconds each dynres job runs
 WAIT_JOBS=45       # bound for the three jobs to complete (seconds)
 ALLOC_LIMIT=100    # bound for the whole allocation (seconds)
 
-log() { echo "[sis $(date +%T)] $*"; }
-fail() { echo "[sis] FAIL: $*" >&2; exit 1; }
 
 # alive PID: exists and is not a zombie.
 alive() {
@@ -108,9 +100,9 @@ inside() {
     D=$1
     local fix=$D/outer cl=$D/cluster
     echo "$SLURM_JOB_ID" >"$D/alloc.jobid"
-    log "inside allocation $SLURM_JOB_ID: SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST"
+    t_log "inside allocation $SLURM_JOB_ID: SLURM_JOB_NODELIST=$SLURM_JOB_NODELIST"
     [[ $(hostnames "$SLURM_JOB_NODELIST") == "n1 n2 n3 n4" ]] ||
-        fail "allocation has nodes '$SLURM_JOB_NODELIST', expected n[1-4]"
+        t_fatal "allocation has nodes '$SLURM_JOB_NODELIST', expected n[1-4]"
 
     # The job script: what the job sees of itself, then some work.
     cat >"$D/job.sh" <<EOF
@@ -127,35 +119,35 @@ EOF
     chmod +x "$D/job.sh"
     mkdir -p "$D/out"
 
-    log "vcluster-boot --dir $cl"
+    t_log "vcluster-boot --dir $cl"
     local rc=0
     timeout 30 "$BOOT" --dir "$cl" --tick 1 >"$D/boot.log" 2>&1 || rc=$?
     if ((rc != 0)); then
         sed 's/^/  boot| /' "$D/boot.log" >&2
-        fail "vcluster-boot exited $rc"
+        t_fatal "vcluster-boot exited $rc"
     fi
     sed 's/^/  boot| /' "$D/boot.log"
-    [[ -f $cl/env ]] || fail "vcluster-boot wrote no $cl/env"
+    [[ -f $cl/env ]] || t_fatal "vcluster-boot wrote no $cl/env"
     # shellcheck disable=SC1091
     source "$cl/env"
-    log "DYNRES_HOME=${DYNRES_HOME:-unset}; mjsub=$(command -v mjsub)"
+    t_log "DYNRES_HOME=${DYNRES_HOME:-unset}; mjsub=$(command -v mjsub)"
 
     # Three jobs: 2 + 1 + 1 nodes, all fit the 4 nodes at once.
     local -A want_n=([a]=2 [b]=1 [c]=1) id_of=()
     local n id out
     for n in a b c; do
         out=$(mjsub --parsable -N "${want_n[$n]}" -J "sis-$n" -t 2 -o "$D/out/$n.out" "$D/job.sh") ||
-            fail "mjsub -N ${want_n[$n]} failed: $out"
+            t_fatal "mjsub -N ${want_n[$n]} failed: $out"
         id=$(tail -n1 <<<"$out" | tr -d '[:space:]')
-        [[ $id =~ ^[0-9]+$ ]] || fail "mjsub --parsable printed '$out', not a job id"
+        [[ $id =~ ^[0-9]+$ ]] || t_fatal "mjsub --parsable printed '$out', not a job id"
         id_of[$n]=$id
-        log "submitted sis-$n (-N ${want_n[$n]}) as dynres job $id"
+        t_log "submitted sis-$n (-N ${want_n[$n]}) as dynres job $id"
     done
 
     # Wait until all three are COMPLETED (bounded; stop early on a failure).
     local t0=$SECONDS states st done_n
     while :; do
-        states=$(mjstat --history --json | job_states) || fail "mjstat --history --json failed"
+        states=$(mjstat --history --json | job_states) || t_fatal "mjstat --history --json failed"
         done_n=0
         for n in a b c; do
             st=$(awk -v id="${id_of[$n]}" '$1 == id {print $2}' <<<"$states")
@@ -163,77 +155,77 @@ EOF
                 COMPLETED) done_n=$((done_n + 1)) ;;
                 FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL)
                     cat "$D/out/$n.out" >&2 2>/dev/null || true
-                    fail "dynres job ${id_of[$n]} (sis-$n) ended $st" ;;
+                    t_fatal "dynres job ${id_of[$n]} (sis-$n) ended $st" ;;
             esac
         done
         ((done_n == 3)) && break
         ((SECONDS - t0 < WAIT_JOBS)) || {
             mjstat --history --json >&2 || true
-            fail "jobs not all COMPLETED after ${WAIT_JOBS}s: $(tr '\n' ';' <<<"$states")"
+            t_fatal "jobs not all COMPLETED after ${WAIT_JOBS}s: $(tr '\n' ';' <<<"$states")"
         }
         sleep 0.5
     done
-    log "all three jobs COMPLETED after $((SECONDS - t0))s"
+    t_log "all three jobs COMPLETED after $((SECONDS - t0))s"
 
     # Check each job's placement against the outer Slurm's records.
     local nl nodes first seen step node_from_job lines nlines
     for n in a b c; do
         id=${id_of[$n]}
-        nl=$(mjstat -j "$id" --json | job_field nodelist) || fail "mjstat -j $id --json failed"
-        [[ -n $nl ]] || fail "mjstat -j $id --json has no nodelist"
+        nl=$(mjstat -j "$id" --json | job_field nodelist) || t_fatal "mjstat -j $id --json failed"
+        [[ -n $nl ]] || t_fatal "mjstat -j $id --json has no nodelist"
         nodes=$(hostnames "$nl")
         first=${nodes%% *}
         [[ $(wc -w <<<"$nodes") -eq ${want_n[$n]} ]] ||
-            fail "job $id asked for ${want_n[$n]} nodes, dynres gave '$nl'"
+            t_fatal "job $id asked for ${want_n[$n]} nodes, dynres gave '$nl'"
         for node in $nodes; do
-            [[ " n1 n2 n3 n4 " == *" $node "* ]] || fail "job $id got node $node outside the allocation"
+            [[ " n1 n2 n3 n4 " == *" $node "* ]] || t_fatal "job $id got node $node outside the allocation"
         done
 
         out=$D/out/$n.out
-        [[ -s $out ]] || fail "job $id wrote no output to $out"
+        [[ -s $out ]] || t_fatal "job $id wrote no output to $out"
         sed "s/^/  job $id| /" "$out"
-        grep -qx DONE "$out" || fail "job $id output lacks DONE"
+        grep -qx DONE "$out" || t_fatal "job $id output lacks DONE"
         seen=$(sed -n 's/^MJ_JOB_NODELIST=//p' "$out")
         [[ -n $seen && $(hostnames "$seen") == "$nodes" ]] ||
-            fail "job $id saw MJ_JOB_NODELIST='$seen', mjstat says '$nl'"
+            t_fatal "job $id saw MJ_JOB_NODELIST='$seen', mjstat says '$nl'"
         # The outer step J.S the job ran in: SLURM_JOB_ID.SLURM_STEP_ID of its
         # environment, which the outer Slurm sets; this links dynres job and step.
         # SLURM_* of the job describe the dynres job, not the allocation
         seen=$(sed -n 's/^JOB_SLURM=//p' "$out")
         [[ $seen == "$id:$nl:${want_n[$n]}" ]] ||
-            fail "job $id saw SLURM_JOB_ID:SLURM_JOB_NODELIST:SLURM_JOB_NUM_NODES='$seen', expected '$id:$nl:${want_n[$n]}'"
+            t_fatal "job $id saw SLURM_JOB_ID:SLURM_JOB_NODELIST:SLURM_JOB_NUM_NODES='$seen', expected '$id:$nl:${want_n[$n]}'"
         # A plain `srun` in the job (the dynres shim) ran one task on each of
         # the job's nodes, as one outer step; the node daemons confirm it.
         local tasks tstep tnodes
         tasks=$(awk '$1 == "TASK" {print $3}' "$out" | sort | tr '\n' ' ' | sed 's/ $//')
-        [[ $tasks == "$nodes" ]] || fail "srun in job $id ran tasks on '$tasks', the job's nodes are '$nodes'"
+        [[ $tasks == "$nodes" ]] || t_fatal "srun in job $id ran tasks on '$tasks', the job's nodes are '$nodes'"
         tstep=$(awk '$1 == "TASK" {print $4}' "$out" | sort -u)
-        [[ $tstep =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] || fail "srun in job $id: tasks in outer step(s) '$tstep'"
+        [[ $tstep =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] || t_fatal "srun in job $id: tasks in outer step(s) '$tstep'"
         tnodes=$("$FIXTURE" steps "$fix" "$SLURM_JOB_ID" | awk -v s="$tstep" '$1 == s {print $2}' | sort | tr '\n' ' ' | sed 's/ $//')
         [[ $tnodes == "$nodes" ]] ||
-            fail "outer slurmd logs: step $tstep (srun in job $id) launched on '$tnodes', expected '$nodes'"
+            t_fatal "outer slurmd logs: step $tstep (srun in job $id) launched on '$tnodes', expected '$nodes'"
         step=$(sed -n 's/^OUTER_STEP=//p' "$out")
         [[ $step =~ ^$SLURM_JOB_ID\.[0-9]+$ ]] ||
-            fail "job $id did not run in an outer step of allocation $SLURM_JOB_ID (OUTER_STEP='$step')"
+            t_fatal "job $id did not run in an outer step of allocation $SLURM_JOB_ID (OUTER_STEP='$step')"
 
         # Authoritative: the node daemons' own launch records for that step.
         lines=$("$FIXTURE" steps "$fix" "$SLURM_JOB_ID" | awk -v s="$step" '$1 == s')
         nlines=$(grep -c . <<<"$lines" || true)
         [[ $nlines -eq 1 ]] ||
-            fail "outer slurmd logs show step $step on $nlines nodes: '$lines'"
+            t_fatal "outer slurmd logs show step $step on $nlines nodes: '$lines'"
         read -r _ node _ _ <<<"$lines"
         [[ $node == "$first" ]] ||
-            fail "outer Slurm ran step $step of job $id on $node, dynres assigned $nl (first $first)"
+            t_fatal "outer Slurm ran step $step of job $id on $node, dynres assigned $nl (first $first)"
         # Second, independent link: the launcher names the step mj<id>; the
         # squeue -s snapshots must show that name only as step $step on $first.
         seen=$(awk -v nm="mj$id" '$3 == nm {print $2, $4}' "$D/squeue-steps.log" | sort -u)
         [[ $seen == "$step $first" ]] ||
-            fail "squeue -s showed outer step(s) named mj$id as '$(tr '\n' ';' <<<"$seen")', expected '$step $first'"
+            t_fatal "squeue -s showed outer step(s) named mj$id as '$(tr '\n' ';' <<<"$seen")', expected '$step $first'"
         # Consistency: the step's own environment (set by the outer slurmstepd).
         node_from_job=$(sed -n 's/^SLURMD_NODENAME=//p' "$out")
         [[ $node_from_job == "$first" ]] ||
-            fail "job $id ran in an outer step on '$node_from_job', expected first(nodelist)=$first"
-        log "job $id (sis-$n): dynres nodelist $nl -> outer step $step (mj$id) launched by slurmd of $node: OK"
+            t_fatal "job $id ran in an outer step on '$node_from_job', expected first(nodelist)=$first"
+        t_log "job $id (sis-$n): dynres nodelist $nl -> outer step $step (mj$id) launched by slurmd of $node: OK"
     done
 
     # A job still running when the cluster goes down: vcluster-down must end
@@ -246,18 +238,18 @@ EOF
     chmod +x "$D/long.sh"
     local long
     long=$(mjsub --parsable -N 1 -J sis-long -t 10 -o "$D/out/long.out" "$D/long.sh") ||
-        fail "mjsub of the long job failed: $long"
+        t_fatal "mjsub of the long job failed: $long"
     long=$(tail -n1 <<<"$long" | tr -d '[:space:]')
     t0=$SECONDS
     until squeue -s -h -j "$SLURM_JOB_ID" -o '%j' | grep -qx "mj$long"; do
-        ((SECONDS - t0 < 20)) || fail "long job $long never showed up as outer step mj$long"
+        ((SECONDS - t0 < 20)) || t_fatal "long job $long never showed up as outer step mj$long"
         sleep 0.25
     done
-    log "long job $long runs as outer step: $(squeue -s -h -j "$SLURM_JOB_ID" -o '%i %j %N' | awk -v nm="mj$long" '$2 == nm')"
+    t_log "long job $long runs as outer step: $(squeue -s -h -j "$SLURM_JOB_ID" -o '%i %j %N' | awk -v nm="mj$long" '$2 == nm')"
 
     # Tear down and check nothing is left.
-    log "vcluster-down --dir $cl"
-    timeout 30 "$DOWN" --dir "$cl" || fail "vcluster-down exited $?"
+    t_log "vcluster-down --dir $cl"
+    timeout 30 "$DOWN" --dir "$cl" || t_fatal "vcluster-down exited $?"
     local left procs open
     t0=$SECONDS
     while :; do
@@ -269,14 +261,14 @@ EOF
         open=$("$FIXTURE" steps "$fix" "$SLURM_JOB_ID" | awk '$4 == "-" {print $1 "@" $2}')
         [[ -z $left && -z $procs && -z $open ]] && break
         ((SECONDS - t0 < 20)) ||
-            fail "after vcluster-down: steps left '${left}', processes left '${procs}', steps not done on their node '${open}'"
+            t_fatal "after vcluster-down: steps left '${left}', processes left '${procs}', steps not done on their node '${open}'"
         sleep 0.5
     done
-    log "after vcluster-down: no outer step (squeue -s; slurmd logs say every step is done), no dynres process left"
+    t_log "after vcluster-down: no outer step (squeue -s; slurmd logs say every step is done), no dynres process left"
     st=$(mjstat --history --json | job_states | awk -v id="$long" '$1 == id {print $2}')
-    [[ $st == CANCELLED ]] || fail "long job $long is '$st' after vcluster-down, expected CANCELLED"
-    timeout 30 "$DOWN" --dir "$cl" || fail "second vcluster-down (idempotent) exited $?"
-    log "inside: all checks passed"
+    [[ $st == CANCELLED ]] || t_fatal "long job $long is '$st' after vcluster-down, expected CANCELLED"
+    timeout 30 "$DOWN" --dir "$cl" || t_fatal "second vcluster-down (idempotent) exited $?"
+    t_log "inside: all checks passed"
 }
 
 if [[ ${1:-} == --inside ]]; then
@@ -286,14 +278,9 @@ fi
 
 # ------------------------------------------------------------ outside
 
-if ((EUID != 0)); then
-    echo "SKIP: needs root (it runs a real Slurm cluster)"
-    exit 77
-fi
-for t in mjsub mjstat mjsched; do
-    command -v "$t" >/dev/null || fail "$t not on PATH (DYNRES_BUILD=${DYNRES_BUILD:-unset})"
-done
-[[ -x $BOOT && -x $DOWN ]] || fail "missing $BOOT or $DOWN"
+((EUID == 0)) || t_skip "needs root (it runs a real Slurm cluster)"
+t_require mjsub mjstat mjsched
+[[ -x $BOOT && -x $DOWN ]] || t_fatal "missing $BOOT or $DOWN"
 
 # No cgroups: the whole test runs in a private mount namespace where
 # /sys/fs/cgroup is an empty tmpfs (as in a container or chroot without
@@ -306,21 +293,19 @@ if [[ -z ${DYNRES_SIS_NO_CGROUP:-} ]]; then
             'mount --make-rprivate / && mount -t tmpfs -o size=1m,mode=755 nocgroup /sys/fs/cgroup && exec bash "$0" "$@"' \
             "$SELF" "$@"
     fi
-    log "cannot create a mount namespace: running with the machine's cgroups visible"
+    t_log "cannot create a mount namespace: running with the machine's cgroups visible"
 else
-    [[ -z $(ls -A /sys/fs/cgroup) ]] || fail "/sys/fs/cgroup is not hidden in the private mount namespace"
-    log "running without cgroups (/sys/fs/cgroup is an empty tmpfs in a private mount namespace)"
+    [[ -z $(ls -A /sys/fs/cgroup) ]] || t_fatal "/sys/fs/cgroup is not hidden in the private mount namespace"
+    t_log "running without cgroups (/sys/fs/cgroup is an empty tmpfs in a private mount namespace)"
 fi
 
 # This test makes its own clusters: nothing of an enclosing Slurm job or
 # dynres job may leak in (and our leftover check keys on MJ_JOB_ID).
 unset "${!SLURM_@}" "${!MJ_@}" DYNRES_HOME
-T0=$SECONDS
-D=$(mktemp -d "${TMPDIR:-/tmp}/dynres-sis.XXXXXX")
+t_begin 240
+D=$T_TMP
 POLLER=""
-cleanup() {
-    local rc=$?
-    set +e
+stop_outer() {
     [[ -n $POLLER ]] && kill "$POLLER" 2>/dev/null && wait "$POLLER" 2>/dev/null
     # Whatever dynres left behind (a failed test may not have reached, or
     # been failed by, vcluster-down): try it, then end the processes directly.
@@ -330,35 +315,28 @@ cleanup() {
         for sig in TERM KILL; do
             pids=$(our_leftover_procs | awk '{print $1}')
             [[ -z $pids ]] && break
-            echo "[sis] cleanup: SIG$sig to leftover dynres processes: $(tr '\n' ' ' <<<"$pids")" >&2
+            t_log "cleanup: SIG$sig to leftover dynres processes: $(tr '\n' ' ' <<<"$pids")" >&2
             # shellcheck disable=SC2086
             kill -"$sig" $pids 2>/dev/null
             sleep 1
         done
     fi
     if [[ -f $D/outer/slurm.conf ]]; then
-        if [[ -f $D/alloc.jobid ]]; then
-            SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
-        fi
-        if ((rc != 0)); then
-            echo "---- outer steps (slurmd logs)" >&2
-            "$FIXTURE" steps "$D/outer" >&2
-            echo "---- squeue -s snapshots (last 20)" >&2
-            tail -n 20 "$D/squeue-steps.log" >&2 2>/dev/null
-        fi
-        "$FIXTURE" stop "$D/outer" || rc=1
+        [[ -f $D/alloc.jobid ]] && SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
+        "$FIXTURE" stop "$D/outer"
     fi
-    if ((rc != 0)) || [[ ${DYNRES_KEEP_TMP:-0} == 1 ]]; then
-        echo "[sis] keeping $D for inspection" >&2
-    else
-        rm -rf "$D"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+t_on_exit stop_outer
+show_steps() {
+    [[ -f $D/outer/slurm.conf ]] || return 0
+    echo "---- outer steps (slurmd logs)"
+    "$FIXTURE" steps "$D/outer"
+    echo "---- squeue -s snapshots (last 20)"
+    tail -n 20 "$D/squeue-steps.log" 2>/dev/null
+}
+t_on_fail show_steps
 
-log "starting outer Slurm in $D/outer"
+t_log "starting outer Slurm in $D/outer"
 "$FIXTURE" start "$D/outer" --nodes "$NODES" --timeout 30
 eval "$("$FIXTURE" env "$D/outer")"
 
@@ -372,12 +350,12 @@ eval "$("$FIXTURE" env "$D/outer")"
 ) >"$D/squeue-steps.log" 2>&1 &
 POLLER=$!
 
-log "salloc -N$NODES: running the inside part"
+t_log "salloc -N$NODES: running the inside part"
 cd "$D"
 rc=0
 timeout "$ALLOC_LIMIT" salloc -N"$NODES" -J dynres-sis -t 5 bash "$SELF" --inside "$D" || rc=$?
-((rc != 124)) || fail "inside part did not finish within ${ALLOC_LIMIT}s"
-((rc == 0)) || fail "inside part failed (exit $rc)"
+((rc != 124)) || t_fatal "inside part did not finish within ${ALLOC_LIMIT}s"
+((rc == 0)) || t_fatal "inside part failed (exit $rc)"
 
 # The allocation must be gone, and with it every process of ours.
 ALLOC=$(cat "$D/alloc.jobid")
@@ -385,9 +363,10 @@ for _ in $(seq 1 20); do
     [[ -z $(squeue -h -j "$ALLOC" -o %i 2>/dev/null) ]] && break
     sleep 0.5
 done
-[[ -z $(squeue -h -j "$ALLOC" -o %i 2>/dev/null) ]] || fail "allocation $ALLOC still in the queue"
-[[ -z $(our_leftover_procs) ]] || fail "dynres processes survive the allocation: $(our_leftover_procs)"
+[[ -z $(squeue -h -j "$ALLOC" -o %i 2>/dev/null) ]] || t_fatal "allocation $ALLOC still in the queue"
+[[ -z $(our_leftover_procs) ]] || t_fatal "dynres processes survive the allocation: $(our_leftover_procs)"
 
-log "outer steps of allocation $ALLOC, from the node daemons' logs:"
+t_log "outer steps of allocation $ALLOC, from the node daemons' logs:"
 "$FIXTURE" steps "$D/outer" "$ALLOC" | sed 's/^/  /'
-log "PASS in $((SECONDS - T0))s"
+t_pass "no allocation, step or process of ours left"
+t_done

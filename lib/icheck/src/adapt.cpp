@@ -1,4 +1,4 @@
-// Data redistribution of libicheck (seed 000 §7.4.1, Table 9.4): see adapt.hpp.
+// Data redistribution of libicheck [John24 §7.4.1, Table 9.4]: see adapt.hpp.
 //
 // Commit: every rank's part holds, next to its regions, the region
 // "__icheck_adapt" (JSON text): the committing process count N, the rank,
@@ -24,10 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "comm.hpp"
-#include "dynres/icheck/agent.hpp"
-#ifdef ICHECK_HAVE_CKSTORE
+#include "dynres/icheck/types.hpp"
 #include "dynres/ckstore.hpp"
-#endif
 
 namespace dynres::icheck {
 
@@ -50,10 +48,8 @@ const char* dist_name(dist::Kind k) {
 }  // namespace
 
 struct Adapt::Old {
-#ifdef ICHECK_HAVE_CKSTORE
   std::unique_ptr<ckstore::Store> st;
   ckstore::Manifest m;
-#endif
   std::vector<json> meta;  ///< per old rank: its metadata
 };
 
@@ -275,14 +271,12 @@ int Adapt::restart() {
   int64_t n = 0;
   if (comm.rank() == 0) {
     if (v.restart_src == "agents" && v.agent_nranks > 0) n = v.agent_nranks;
-#ifdef ICHECK_HAVE_CKSTORE
     else
       try {
         ckstore::Store st(v.pfs_root, v.app, v.uid);
         if (st.has_manifest(uint64_t(v.restart_v))) n = st.manifest(uint64_t(v.restart_v)).nranks;
       } catch (...) {
       }
-#endif
   }
   n = std::stoll(comm.bcast(std::to_string(n)));
   if (n == 0 || n == comm.size()) {
@@ -290,7 +284,6 @@ int Adapt::restart() {
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }
-#ifdef ICHECK_HAVE_CKSTORE
   // M != N: the second level. Agents holding the version write it first.
   if (comm.bcast(v.restart_src) == "agents" && !c_.flush_agents() && comm.rank() == 0)
     std::fprintf(stderr, "icheck: WARNING: %s\n", c_.last_error());
@@ -356,10 +349,6 @@ int Adapt::restart() {
   version_ = hdr["v"].get<int64_t>();
   mode_ = Mode::Redist;
   return ICHECK_OK;
-#else
-  c_.set_error("restore on another process count needs the second level (built without ckstore)");
-  return ICHECK_EIO;
-#endif
 }
 
 int Adapt::set_value(Entry& e, void* ptr, double x) {
@@ -411,7 +400,6 @@ int Adapt::restore_entry(Entry& e, void* ptr, size_t count) {
   } catch (const std::bad_alloc&) {
     return ICHECK_ENOMEM;
   }
-#ifdef ICHECK_HAVE_CKSTORE
   catch (const ckstore::Error& x) {
     c_.set_error(x.what());
     switch (x.code()) {
@@ -422,7 +410,6 @@ int Adapt::restore_entry(Entry& e, void* ptr, size_t count) {
       default: return ICHECK_EIO;
     }
   }
-#endif
   catch (const std::exception& x) {
     c_.set_error(x.what());
     return ICHECK_EIO;
@@ -430,7 +417,6 @@ int Adapt::restore_entry(Entry& e, void* ptr, size_t count) {
 }
 
 int Adapt::restore_redist(Entry& e, void* ptr) {
-#ifdef ICHECK_HAVE_CKSTORE
   Old& o = *old_;
   const ckstore::Manifest& m = o.m;
   const uint64_t ver = m.version;
@@ -547,10 +533,6 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
       if (mv.src_rank == src) std::memcpy(dst + mv.dst_off * e.es, buf.data() + (mv.src_off - lo) * e.es, mv.len * e.es);
   }
   return ICHECK_OK;
-#else
-  (void)e, (void)ptr;
-  return ICHECK_EIO;
-#endif
 }
 
 int Adapt::restore(const char* label, void* ptr, size_t count) {

@@ -1,4 +1,4 @@
-// Data redistribution of libicheck (seed 000 §7.4.1): the layer between
+// Data redistribution of libicheck [John24 §7.4.1]: the layer between
 // the C API (capi.cpp) and Client that knows each object's role (plain,
 // replicated with an attribute, or distributed), records it in every
 // checkpoint part ("__icheck_adapt" region), and restores a checkpoint of

@@ -15,7 +15,7 @@ Client& client() {
   static Client* c = new Client();  // never destroyed: safe at exit
   return *c;
 }
-/// Roles and distributions of the added objects (seed 000 §7.4.1).
+/// Roles and distributions of the added objects [John24 §7.4.1].
 Adapt& adapt() {
   static Adapt* a = new Adapt(client());
   return *a;

@@ -1,5 +1,5 @@
-/* icadapt — MPI test program of iCheck's data redistribution (seed 000
- * §7.4.1; t/integration/t4090-icheck-redist.sh). One object of every kind:
+/* icadapt — MPI test program of iCheck's data redistribution [John24
+ * §7.4.1; t/integration/t4090-icheck-redist.sh]. One object of every kind:
  *   "iter"   CONSTANT int (42)            "nprocs" SIZE int     "me" RANK int
  *   "def"    DEFAULT int (7)              "joined" DEFAULT_JOINING int (-5; stored 100 + rank)
  *   "vol"    VOLATILE double (recalc: 1000 * new size + old size)

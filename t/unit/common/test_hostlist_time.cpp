@@ -16,6 +16,8 @@ TEST_CASE("hostlist expands ranges, lists and padding") {
   CHECK_THROWS_WITH(expand_hostlist("n[3-1]"), Catch::Contains("backwards"));
   CHECK_THROWS_WITH(expand_hostlist("n[a-b]"), Catch::Contains("bad range"));
   CHECK_THROWS(expand_hostlist("n1,,n2"));
+  // bounded before expanding: a range of two million names is refused
+  CHECK_THROWS_WITH(expand_hostlist("n[1-2000000]"), Catch::Contains("too large"));
 }
 
 TEST_CASE("hostlist compresses like Slurm") {
@@ -25,6 +27,9 @@ TEST_CASE("hostlist compresses like Slurm") {
   CHECK(compress_hostlist({"n01", "n02", "n03"}) == "n[01-03]");
   CHECK(compress_hostlist({"login", "n1", "n2"}) == "login,n[1-2]");
   CHECK(compress_hostlist({}) == "");
+  CHECK(compress_hostlist({"n2", "n1", "n2", "n1"}) == "n[1-2]");  // duplicates once
+  // a numeric suffix too long for a number stays a plain name
+  CHECK(compress_hostlist({"x12345678901234567890"}) == "x12345678901234567890");
   // round trip on a larger list
   std::vector<std::string> v;
   for (int i = 1; i <= 34; ++i)

@@ -15,6 +15,8 @@ TEST_CASE("jobsel: state lists, ids, users, signals", "[jobsel]") {
   CHECK(parse_state_list("PD,r") == std::vector<std::string>{kPending, kRunning});
   CHECK(parse_state_list("running, CD ,canceled") == std::vector<std::string>{kRunning, kCompleted, kCancelled});
   CHECK(parse_state_list("all").size() == 7);
+  CHECK(parse_state_list("TO,NF,F") == std::vector<std::string>{kTimeout, kNodeFail, kFailed});
+  CHECK(parse_state_list("R,running") == std::vector<std::string>{kRunning});  // no duplicates
   REQUIRE_THROWS_WITH(parse_state_list("PD,XX"), Contains("'XX'"));
   REQUIRE_THROWS_WITH(parse_state_list(""), Contains("empty"));
   CHECK(compact_state(kTimeout) == "TO");
@@ -54,11 +56,24 @@ TEST_CASE("jobsel: array references and filters on a state file", "[jobsel]") {
         std::vector<int64_t>{arr[0], arr[1], plain});
   REQUIRE_THROWS_WITH(resolve_job_refs(st, std::to_string(arr[0]) + "_2"), Contains("_2"));
   REQUIRE_THROWS_WITH(resolve_job_refs(st, "x_1"), Contains("x_1"));
+  // a task range naming no existing task is an invalid job id, as scancel says
+  REQUIRE_THROWS_WITH(resolve_job_refs(st, std::to_string(arr[0]) + "_[7-9]"), Contains("_[7-9]"));
+  // a range naming some existing tasks selects just those
+  CHECK(resolve_job_refs(st, std::to_string(arr[0]) + "_[4-6]") == std::vector<int64_t>{arr[2]});
+  REQUIRE_THROWS_WITH(resolve_job_refs(st, std::to_string(arr[0]) + "_[3-1]"), Contains("invalid array task range '3-1'"));
+  REQUIRE_THROWS_WITH(resolve_job_refs(st, std::to_string(arr[0]) + "_[1-200000]"), Contains("1-200000"));
+  REQUIRE_THROWS_WITH(resolve_job_refs(st, std::to_string(arr[0]) + "_1,"), Contains("empty"));
   JobFilter f;
   f.uids = {1000};
   CHECK(select_jobs(st, f).size() == 4);
   f.uids = {0};
   CHECK(select_jobs(st, f).empty());
+  JobFilter byname;
+  byname.names = {"b"};
+  CHECK(select_jobs(st, byname).empty());
+  byname.names = {"a"};
+  byname.ids = {plain};
+  CHECK(select_jobs(st, byname).size() == 1);  // every criterion must hold
   // squeue % format: widths, alignment, literal text, %% and array ids
   auto t = render_table({*st.job(arr[1])}, "%.8i|%-4j|%t|%A|%a|%%", now_seconds(), false);
   CHECK(t == std::string(8 - display_id(*st.job(arr[1])).size(), ' ') + display_id(*st.job(arr[1])) + "|a   |PD|" +

@@ -7,6 +7,7 @@
 
 #include "dynres/metrics.hpp"
 #include "dynres/views.hpp"
+#include "testutil.hpp"
 
 using namespace dynres;
 using Catch::Matchers::Contains;
@@ -110,6 +111,55 @@ TEST_CASE("metrics: running and cancelled-pending jobs", "[metrics]") {
   CHECK(m.avg_response == Approx(40));
   CHECK(m.avg_bounded_slowdown == Approx(1));
   CHECK(m.utilisation == Approx(110.0 / 80.0));
+}
+
+// Allocations are clipped to [first submit, last finished end]: a closed
+// allocation of a job still running (a resize closed it after the last end)
+// counts only up to the last end, one opened before the first submission
+// only from it. A requeued job is PENDING again with its earlier attempt's
+// start and end: it is not finished.
+//   1: submit 0, start 0, end 40, 2 nodes (the only finished job)
+//   2: running; allocation [-10, 50] closed by a resize, [50, -] open, 1 node
+//   3: PENDING (requeued), earlier attempt 5..15
+// node-seconds = 2*40 + 1*(40 - 0) = 120; util = 120 / (2 * 40)
+TEST_CASE("metrics: allocations clipped to the makespan; requeued jobs are not finished", "[metrics]") {
+  std::vector<JobRecord> jobs = {job(1, kCompleted, 0, 0, 40, 2), job(2, kRunning, 0, 0, std::nullopt, 1),
+                                 job(3, kPending, 0, 5, 15, 1)};
+  std::vector<AllocationRecord> al = {alloc(jobs[0]), {2, "n3", 1, -10, 50.0}, {2, "n3", 1, 50, std::nullopt}};
+  auto m = compute_metrics(jobs, al, 2, 10);
+  CHECK(m.finished == 1);
+  CHECK(m.makespan == Approx(40));
+  CHECK(m.avg_wait == Approx(0));
+  CHECK(m.avg_response == Approx(40));
+  CHECK(m.utilisation == Approx(120.0 / 80.0));
+}
+
+TEST_CASE("metrics: rescaling times keeps the origin", "[metrics]") {
+  std::vector<JobRecord> jobs = {job(1, kCompleted, 100, 110, 130, 1)};
+  std::vector<AllocationRecord> al = {alloc(jobs[0])};
+  rescale_times(jobs, al, 0.5);
+  CHECK(jobs[0].submit_time == Approx(100));
+  CHECK(*jobs[0].start_time == Approx(105));
+  CHECK(*jobs[0].end_time == Approx(115));
+  CHECK(al[0].start_time == Approx(105));
+  CHECK(*al[0].end_time == Approx(115));
+}
+
+TEST_CASE("metrics: resize events read from a state file", "[metrics]") {
+  test::TempDir dir("metrics");
+  State st((dir.path / "state.db").string(), true);
+  st.event(10, 1, "expand", "from=2 to=4 order=1 duration=0.5s nodes=n[1-4]");
+  st.event(20, 1, "shrink", "from=4 to=3 order=2 duration=0.2s nodes=n[1-3]");
+  st.event(30, 2, "shrink", "garbled");             // not a resize record: skipped
+  st.event(40, 2, "submit", "from=1 to=2");         // another kind: skipped
+  auto r = resize_events(st);
+  REQUIRE(r.size() == 2);
+  CHECK((r[0].expand && r[0].from == 2 && r[0].to == 4 && r[0].job_id == 1));
+  CHECK((!r[1].expand && r[1].from == 4 && r[1].to == 3));
+  auto m = compute_metrics({}, {}, 4, 10, r);
+  CHECK(m.expands == 1);
+  CHECK(m.shrinks == 1);
+  CHECK(m.resized_jobs == 1);
 }
 
 TEST_CASE("metrics: nothing finished gives zeros", "[metrics]") {

@@ -121,6 +121,34 @@ TEST_CASE("a shrink frees exactly the released nodes; a node the job does not ho
   for (auto& n : c.st.nodes()) CHECK((n.job_id == 0) == (n.name == "n3" || n.name == "n4"));
 }
 
+TEST_CASE("a commit for a job that is no longer running changes nothing", "[store]") {
+  // the job ended (or was cancelled) between the order and its commit: an
+  // expand must not hand it nodes that nothing would ever free, a shrink must
+  // not reopen an allocation for it
+  for (const char* final_state : {"COMPLETED", "CANCELLED"}) {
+    INFO(final_state);
+    Cluster c;
+    int64_t j = c.start({"n1", "n2"});
+    auto ex = make_order(1, j, Kind::expand, {"n3"});
+    record_order(c.st, ex, 2, 3);
+    REQUIRE(c.st.finish_job(j, final_state, 0, "", 30));
+    auto before = c.digest();
+    CHECK_FALSE(commit(c.st, {ex, {}, 1}, 31));
+    CHECK(c.digest() == before);
+    for (auto& n : c.st.nodes()) CHECK(n.job_id == 0);  // the end freed n1, n2; n3 never taken
+    CHECK(c.count("SELECT COUNT(*) FROM allocations WHERE end_time IS NULL") == 0);
+  }
+  Cluster c;
+  int64_t j = c.start({"n1", "n2"});
+  auto sh = make_order(1, j, Kind::shrink, {"n2"});
+  record_order(c.st, sh, 2, 1);
+  REQUIRE(c.st.finish_job(j, "COMPLETED", 0, "", 30));
+  auto before = c.digest();
+  CHECK_FALSE(commit(c.st, {sh, {"n2"}, 1}, 31));
+  CHECK(c.digest() == before);
+  CHECK(c.count("SELECT COUNT(*) FROM allocations WHERE end_time IS NULL") == 0);
+}
+
 TEST_CASE("rollback settles an order once; a settled order is never committed", "[store]") {
   Cluster c;
   int64_t j = c.start({"n1"});

@@ -1,4 +1,4 @@
-// The application side of iCheck (libicheck; seed 000 §6.1.3, §6.2, §6.5.1).
+// The application side of iCheck (libicheck; [John24 §6.1.3, §6.2, §6.5.1]).
 // icheck.h is a thin C layer over this class. One Client per process.
 //
 // Modes: "rdma" (agents assigned by the controller or listed in the static
@@ -32,7 +32,7 @@ namespace dynres::icheck {
 class ClientImpl;
 class Comm;
 
-/// What the data redistribution (lib/icheck/src/adapt.cpp, seed 000 §7.4.1)
+/// What the data redistribution (lib/icheck/src/adapt.cpp, [John24 §7.4.1])
 /// needs to know about the restart a Client would do.
 struct RestartView {
   bool inited = false;

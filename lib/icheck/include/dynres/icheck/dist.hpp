@@ -1,4 +1,4 @@
-// Distribution math of iCheck's data redistribution (seed 000 §7.4.1.2):
+// Distribution math of iCheck's data redistribution [John24 §7.4.1.2]:
 // which elements of a global 1-D array (a flat, row-major view of an N-d
 // array) rank r of P owns, in which local order, and how the parts of a
 // layout over N processes map onto the parts of a layout over M processes.

@@ -1,8 +1,8 @@
 // Pure decision functions of the iCheck controller and the monitoring
 // formulas of the managers (no I/O; unit-tested in t/unit/icheck).
-//   Agent count selection: seed 000 §7.1.1, Algorithm 5.
-//   Agent placement:       seed 000 §7.1.2, Algorithm 6.
-//   Monitoring metrics:    seed 000 §6.3, Eq. 6.5-6.10; probe benefit Eq. 6.11-6.12.
+//   Agent count selection: [John24 §7.1.1, Alg. 5].
+//   Agent placement:       [John24 §7.1.2, Alg. 6].
+//   Monitoring metrics:    [John24 §6.3, Eq. 6.5-6.10]; probe benefit [John24 Eq. 6.11-6.12].
 #pragma once
 #include <string>
 #include <vector>

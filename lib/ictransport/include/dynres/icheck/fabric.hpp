@@ -1,4 +1,4 @@
-// libfabric transport of iCheck (seed 000 §6.2, Figure 6.6): reliable
+// libfabric transport of iCheck [John24 §6.2, Figure 6.6]: reliable
 // datagram (FI_EP_RDM) endpoints with one-sided RMA (fi_read / fi_write),
 // completions through a completion queue, and a progress thread.
 //
@@ -125,7 +125,7 @@ class Fabric {
   /// Insert a peer's address (hex from address_hex()); returns its fi_addr_t.
   uint64_t add_peer(const std::string& hex);
 
-  /// What a registration allows (issue 11 item 11: least privilege).
+  /// What a registration allows (least privilege: only the access the transfer needs).
   enum class Access {
     any,     ///< local and remote read and write (buffers used both ways)
     source,  ///< data only leaves: peers may fi_read it, we fi_write from it

@@ -1,4 +1,4 @@
-// iCheck configuration (seed 000 §6.3.6).
+// iCheck configuration [John24 §6.3.6].
 //
 // Static file (Listing 6.3; read once): addresses of the controller(s),
 // managers, heartbeat/status intervals, the second-level directory, the
@@ -79,8 +79,8 @@ struct StaticConfig {
 /// $DYNRES_HOME (pfs/, run/, state.db). Throws std::runtime_error with the
 /// file name on a YAML or type error.
 StaticConfig load_static(const std::string& path);
-/// The shell command that starts the manager of `node` (seed 000 §6.5.2:
-/// "the controller tries to relaunch the manager"): cfg.manager_launch with
+/// The shell command that starts the manager of `node` [John24 §6.5.2:
+/// "the controller tries to relaunch the manager"]: cfg.manager_launch with
 /// every "{node}" replaced by the single-quoted node label and every
 /// "{config}" by the single-quoted absolute path of cfg.path, ready for
 /// /bin/sh -c. Returns "" when manager_launch is empty (relaunch disabled).

@@ -20,23 +20,11 @@
 #include <vector>
 
 #include "dynres/icheck/fabric.hpp"
+#include "dynres/icheck/types.hpp"
 #include "dynres/icheck/wire.hpp"
-#ifdef ICHECK_HAVE_CKSTORE
 #include "dynres/ckstore.hpp"
-#endif
 
 namespace dynres::icheck {
-
-size_t icheck_elem_size(int t) {
-  switch (t) {
-    case 1: return 4;
-    case 2: return 8;
-    case 3: return 4;
-    case 4: return 1;
-    case 5: return 1;
-    default: return 0;
-  }
-}
 
 namespace {
 
@@ -81,7 +69,7 @@ uint64_t mem_available_bytes() {
 constexpr uint64_t kMaxSlots = 1u << 20;       ///< slots, agents, ranks of one application
 constexpr size_t kMaxRegions = 1u << 16;       ///< regions of one piece
 
-/// One version of one slot held in agent memory (seed 000 §6.2.3): a
+/// One version of one slot held in agent memory [John24 §6.2.3]: a
 /// pre-faulted mapping registered once with the slot's fabric. After the next
 /// version is published the piece becomes the slot's spare and is recycled
 /// as the target of the following commit (double buffering), so a steady
@@ -694,7 +682,6 @@ class Agent {
   }
 
   void write_part(uint64_t v, const std::vector<PieceP>& pieces) {
-#ifdef ICHECK_HAVE_CKSTORE
     int nslots, index;
     std::vector<std::string> peers;
     {
@@ -751,13 +738,9 @@ class Agent {
       Socket s = connect_to(peers[0], 5000);
       request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}, {"timeout_ms", 60000}}, 65000);
     }
-#else
-    (void)v, (void)pieces;
-#endif
   }
 
   void add_part(uint64_t v, int index, const std::string& part) {
-#ifdef ICHECK_HAVE_CKSTORE
     std::vector<std::string> all;
     int nranks = 0;
     {
@@ -793,9 +776,6 @@ class Agent {
     while (manifests_.size() > 64) manifests_.erase(manifests_.begin());
     pfs_done_cv_.notify_all();
     if (!err.empty()) throw std::runtime_error(err);
-#else
-    (void)v, (void)index, (void)part;
-#endif
   }
 
   /// Test operation (ICHECK_AGENT_TEST_OPS=1 only): flip one bit (0x40) of

@@ -1,6 +1,6 @@
 // Control channel of iCheck: length-prefixed JSON frames over Unix-domain or
-// TCP stream sockets (seed 000 §6.1.1.1: "TCP/IP for configuration
-// messages"). RMA payloads never travel here; only metadata (addresses,
+// TCP stream sockets [John24 §6.1.1.1: "TCP/IP for configuration
+// messages"]. RMA payloads never travel here; only metadata (addresses,
 // memory keys, chunk plans, versions).
 //
 // The implementation is dynres::proto (lib/proto, dynres/proto_socket.hpp),
@@ -39,7 +39,7 @@ using proto::send_msg;
 
 namespace dynres::icheck {
 
-/// Issue 11 item 10: with ICHECK_TCP_AUTH=none (proto::TcpAuth::none) the
+/// Identity is required on TCP: with ICHECK_TCP_AUTH=none (proto::TcpAuth::none) the
 /// TCP peers' identity is unknown, so an iCheck daemon may serve TCP only on
 /// a loopback address (127.0.0.0/8, ::1, or a name resolving only to those).
 /// Throws std::runtime_error saying so for any other TCP listen address;

@@ -1,4 +1,4 @@
-// icheckd roles (seed 000 §6.1.1.2-3, §6.3, §6.5.2, §7.1).
+// icheckd roles [John24 §6.1.1.2-3, §6.3, §6.5.2, §7.1].
 //
 // Controller: one per cluster. Registers applications, chooses the agent
 // count (Algorithm 5) and places agents (Algorithm 6) on the checkpoint
@@ -15,7 +15,7 @@
 // The active controller holds the next controller epoch of the state file
 // and renews its lease on its own thread and connection (never behind the
 // request lock); a controller that finds a newer epoch is fenced: it stops
-// (run_controller returns 3). Authorisation (issue 11): heartbeat only from
+// (run_controller returns 3). Authorisation (each peer acts only on what it owns): heartbeat only from
 // the service uid (root or icheckd's own), register binds the app to the
 // peer's uid, app messages need the owner's uid and the app_token handed
 // out at registration; managers take commands only from the service.

@@ -1,4 +1,4 @@
-// iCheck agent (seed 000 §6.1.1.1, §6.2, §6.2.3, §6.2.5): serves the
+// iCheck agent [John24 §6.1.1.1, §6.2, §6.2.3, §6.2.5]: serves the
 // processes of ONE application (identity: app name + uid), moves checkpoint
 // data by libfabric RMA, keeps versions in memory and writes the second level.
 //
@@ -94,8 +94,5 @@ struct AgentOptions {
 /// Run the agent until a shutdown request or *stop becomes true. Returns 0 on
 /// a clean stop; throws on setup errors (bind, fabric).
 int run_agent(const AgentOptions& opt, std::atomic<bool>* stop = nullptr);
-
-/// Element size of an icheck_type value (1..5), 0 for anything else.
-size_t icheck_elem_size(int type);
 
 }  // namespace dynres::icheck

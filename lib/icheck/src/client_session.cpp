@@ -1,0 +1,111 @@
+// iCheck client: the controller session: registration token, requests, transfer settings, version discovery.
+#include "client_impl.hpp"
+
+namespace dynres::icheck {
+
+json ClientImpl::with_token(const json& msg) const {
+  json m = msg;
+  if (m.contains("app_id") && !app_token.empty()) m["app_token"] = app_token;
+  return m;
+}
+
+json ClientImpl::ctl(const json& msg0, int timeout_ms) {
+  const json msg = with_token(msg0);
+  std::string err = "no controller configured";
+  for (int attempt = 0; attempt < std::max(1, cfg.connect_retries); ++attempt) {
+    for (auto& a : cfg.controllers) {
+      try {
+        Socket s = connect_to(a, cfg.connect_timeout_ms);
+        return request(s, msg, timeout_ms);
+      } catch (const WireError& e) {
+        err = a + ": " + e.what();
+        if (std::string(e.what()).find("perm") != std::string::npos) throw;
+      }
+    }
+    if (cfg.controllers.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 * (attempt + 1)));
+  }
+  throw WireError("controller unreachable: " + err);
+}
+
+void ClientImpl::ctl_quiet(const json& msg0) {
+  if (comm.rank() != 0 || cfg.controllers.empty() || app_id < 0) return;
+  const json msg = with_token(msg0);
+  for (auto& a : cfg.controllers) {
+    try {
+      Socket s = connect_to(a, 500);
+      request(s, msg, 5000);
+      return;
+    } catch (...) {
+    }
+  }
+}
+
+void ClientImpl::apply_params(const json& p) {
+  if (!p.is_object()) return;
+  auto num = [&](const char* k, double& dst) {  // MiB, sane range only
+    if (p.contains(k) && p[k].is_number() && p[k].get<double>() > 0 && p[k].get<double>() <= 1048576)
+      dst = p[k].get<double>();
+  };
+  if (p.contains("transfer") && p["transfer"].is_string() && (p["transfer"] == "pull" || p["transfer"] == "push"))
+    cfg.dyn.transfer = p["transfer"].get<std::string>();
+  num("chunk_mb", cfg.dyn.chunk_mb);
+  num("buffer_mb", cfg.dyn.buffer_mb);
+  if (p.contains("zero_copy") && p["zero_copy"].is_boolean()) cfg.dyn.zero_copy = p["zero_copy"].get<bool>();
+  if (const char* e = std::getenv("ICHECK_TRANSFER"); e && *e) cfg.dyn.transfer = e;
+  if (const char* e = std::getenv("ICHECK_ZERO_COPY"); e && *e) cfg.dyn.zero_copy = std::string(e) != "0";
+}
+
+void ClientImpl::discover() {
+  std::vector<int64_t> mine(4, 0);
+  bool linked = agent != nullptr;
+  if (shmr()) linked = comm.node_bcast(agent ? "1" : "0") == "1";
+  if (shmr()) {
+    json vs = json::parse(comm.node_bcast(agent ? agent->versions.dump() : "[]"));
+    if (!agent && linked) {
+      std::vector<int64_t> x;
+      for (auto& e : vs) x.push_back(e.value("v", int64_t(0)));
+      std::sort(x.rbegin(), x.rend());
+      for (size_t i = 0; i < x.size() && i < 4; ++i) mine[i] = x[i];
+    }
+  }
+  if (agent) {
+    std::vector<int64_t> vs;
+    for (auto& x : agent->versions) vs.push_back(x.value("v", int64_t(0)));
+    std::sort(vs.rbegin(), vs.rend());
+    for (size_t i = 0; i < vs.size() && i < 4; ++i) mine[i] = vs[i];
+  }
+  auto all = comm.allgather(mine);
+  int64_t v_agents = 0;
+  if (linked) {
+    for (int64_t cand : mine) {
+      if (cand <= 0) continue;
+      bool everywhere = true;
+      for (int r = 0; r < comm.size() && everywhere; ++r) {
+        bool has = false;
+        for (int i = 0; i < 4; ++i) has |= all[size_t(r) * 4 + size_t(i)] == cand;
+        everywhere = has;
+      }
+      if (everywhere) v_agents = std::max(v_agents, cand);
+    }
+  }
+  v_agents = comm.all(v_agents > 0) ? -comm.max(-v_agents) : 0;  // min over ranks
+  json info = {{"pfs", 0}, {"dir", 0}};
+  if (comm.rank() == 0) {
+    try {
+      ckstore::Store st(pfs_root(), app, uid);
+      auto vs = st.list_versions();
+      if (!vs.empty()) info["dir"] = vs.front();
+      auto nv = st.newest_valid(ckstore::Check::shallow);
+      if (nv) info["pfs"] = *nv;
+    } catch (...) {
+    }
+  }
+  info = json::parse(comm.bcast(info.dump()));
+  int64_t v_pfs = info["pfs"], v_dir = info["dir"];
+  restart_v = std::max(v_agents, v_pfs);
+  restart_src = (v_agents > 0 && v_agents >= v_pfs) ? "agents" : "pfs";
+  version = std::max({version, v_agents, v_pfs, v_dir});
+}
+
+}  // namespace dynres::icheck

@@ -1,0 +1,302 @@
+// Private to the iCheck daemons: the controller [John24 §6.1.1, §6.5]
+// and its helpers. Its member functions live by concern: controller.cpp
+// (construction, the accept loop, request dispatch, registration and
+// probe, Alg. 5), controller_schema.cpp (the state-file schema),
+// controller_lease.cpp (the controller lease, epochs and fenced
+// transactions), controller_nodes.cpp (node liveness, heartbeats,
+// manager relaunch) and controller_spawn.cpp (starting and stopping
+// agents through the managers). Agent placement is policy.cpp.
+#pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <condition_variable>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <sqlite3.h>
+
+#include "dynres/db.hpp"
+#include "dynres/paths.hpp"
+#include "dynres/icheck/config.hpp"
+#include "dynres/icheck/daemon.hpp"
+#include "dynres/icheck/policy.hpp"
+#include "dynres/icheck/wire.hpp"
+
+namespace dynres::icheck::ctl {
+
+namespace fs = std::filesystem;
+
+inline double wall() { return now_seconds(); }
+
+/// Schema of the controller metadata (module "icheck" of the state file).
+extern const std::vector<std::string> kMigrations;
+
+/// 128 random bits as 32 hex digits (getrandom). Throws when none can be had.
+std::string random_token();
+
+/// Wait statuses of detached children, recorded by their reaper threads and
+/// drained by the controller's monitor. Shared, so that a reaper finishing
+/// after the controller is gone touches only this.
+struct Reaped {
+  std::mutex mu;
+  std::vector<std::pair<pid_t, int>> done;  ///< (pid, waitpid status)
+};
+
+/// Run `command` with /bin/sh -c in a new session (its own process group, so
+/// signals meant for the controller's group do not reach it), stdin from
+/// /dev/null, stdout and stderr appended to `log`, no descriptor of the
+/// controller inherited. A detached thread waits for it (no zombie is left)
+/// and records its wait status in `reaped`. Never blocks on the child.
+/// Returns its pid; throws std::runtime_error when fork fails.
+pid_t spawn_detached(const std::string& command, const std::string& log, const std::shared_ptr<Reaped>& reaped);
+
+/// Seconds for log messages ("6 s", "1.5 s").
+std::string secs(double s);
+
+/// "exit status N" / "killed by signal N" for a waitpid status.
+std::string describe_status(int st);
+
+/// A state change refused because a newer controller epoch holds the state
+/// file (Controller::tx).
+struct Fenced : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Controller {
+ public:
+  Controller(const ControllerOptions& o);
+
+  int run(std::atomic<bool>* stop);
+
+ private:
+  /// Become the active controller: take the next controller epoch. A
+  /// standby taking over also gives the nodes a fresh grace period (their
+  /// managers must find it first), and relaunches in flight too (their first
+  /// heartbeat must find it), in the same transaction.
+  void take_lease(bool takeover);
+
+  /// Renew the lease every half heartbeat interval on its own connection,
+  /// never waiting for mu_ (requests that start agents hold it for long).
+  /// The row must still carry our epoch: otherwise a standby took over
+  /// while we were stalled, and we stop (fenced).
+  void lease_loop(std::atomic<bool>* stop);
+
+  /// A newer controller epoch holds the state file: stop acting at once.
+  void fence(const char* where);
+
+  /// Every request and every supervision pass first checks that this
+  /// controller still holds the state file (caller holds mu_).
+  void check_epoch();
+
+  /// Every change of the state file goes through tx(): one write
+  /// transaction (BEGIN IMMEDIATE: SQLite's write lock) that first checks
+  /// that the controller epoch in the file is still this controller's. A
+  /// standby's takeover (take_lease) is a write transaction too, so either
+  /// a change commits before it or it sees the newer epoch and is refused
+  /// (Fenced; this controller then stops): a stale controller never writes
+  /// after a newer one took over, even when it was stalled between its
+  /// request's check_epoch() and the write (e.g. waiting for a manager).
+  /// Nested calls join the outer transaction. The authorizer installed by
+  /// the constructor refuses INSERT/UPDATE/DELETE outside tx(), so a write
+  /// that bypasses the check fails loudly instead of landing.
+  void tx(const std::function<void()>& fn);
+  struct TxDepth {
+    TxDepth() { ++tx_depth_; }
+    ~TxDepth() { --tx_depth_; }
+  };
+  /// SQLite authorizer of db_: row changes only inside tx() (or take_lease).
+  static int authorize(void*, int action, const char*, const char*, const char*, const char*);
+
+  void monitor(std::atomic<bool>* stop);
+
+  std::vector<std::string> nodes_where(const std::string& cond, double t);
+
+  /// Node supervision (§6.5.2), every half heartbeat interval: an up node
+  /// silent for heartbeat_misses x heartbeat_interval s is lost; a relaunch
+  /// whose command failed, or whose manager sent no heartbeat within that
+  /// window, is retried or ends with the node down; a node up for
+  /// manager_relaunch_reset s gets its relaunch attempts back.
+  void check_nodes();
+
+  /// A relaunch attempt of node n timed out: SIGKILL the process group of its
+  /// launch command (its own session), so that a hung launcher or a manager
+  /// that would register late does not race the next attempt. Only children
+  /// of this controller not yet reaped are signalled (no recycled pid is hit).
+  void abandon_attempt(const std::string& n);
+
+  /// The agents of node n are gone (they exit with their manager): their
+  /// applications are marked for agent change (new agents at the next probe).
+  void lose_agents(const std::string& n);
+
+  /// Node n's manager is alive but failed a request: down until its next heartbeat.
+  void mark_node_down(const std::string& n);
+
+  /// §6.5.2 "Manager Failure": node n's manager is lost (missed heartbeats,
+  /// or unreachable). Its applications get new agents at their next probe,
+  /// and the controller relaunches the manager, or marks the node down.
+  void node_lost(const std::string& n, const std::string& why);
+
+  void relaunch_failed(const std::string& n, const std::string& why);
+
+  /// Start the next relaunch of node n's manager with manager_launch
+  /// (detached; output appended to run_dir/manager-<n>.log, pid appended to
+  /// run_dir/pids for icheck-down) and mark the node 'relaunching': its first
+  /// heartbeat is awaited for heartbeat_misses x heartbeat_interval s. Marks
+  /// the node 'down' instead when manager_launch is empty or the node has
+  /// used its manager_relaunch_attempts ("if it fails, it indicates that the
+  /// node is down", §6.5.2).
+  void relaunch_or_down(const std::string& n);
+
+  /// Append "<name> <pid>" to run_dir/pids, the list icheck-down stops.
+  void record_pid(const std::string& name, pid_t pid);
+
+  void serve(Socket& s);
+
+  /// Run f without the controller lock when the calling request holds it
+  /// (handle()); relocked afterwards, also when f throws. For network calls
+  /// (no peer may stall the daemon): a slow manager must not starve heartbeats, the
+  /// monitor or other applications.
+  template <class F>
+  auto unlocked(F&& f) {
+    std::unique_lock<std::mutex>* lk = tl_lock_;
+    if (!lk || !lk->owns_lock()) return f();
+    lk->unlock();
+    struct Relock {
+      std::unique_lock<std::mutex>* lk;
+      ~Relock() { lk->lock(); }
+    } relock{lk};
+    return f();
+  }
+
+  /// One agent change per application at a time: requests that start or
+  /// stop an application's agents (register, probe, finalize) wait for one
+  /// in progress (its network calls run without the lock). Caller holds mu_
+  /// through tl_lock_.
+  struct AppBusy {
+    Controller& c;
+    int64_t app;
+    AppBusy(Controller& ctl, int64_t a) : c(ctl), app(a) {
+      if (c.tl_lock_) c.busy_cv_.wait(*c.tl_lock_, [&] { return !c.busy_apps_.count(app); });
+      c.busy_apps_.insert(app);
+    }
+    ~AppBusy() {
+      c.busy_apps_.erase(app);
+      c.busy_cv_.notify_all();
+    }
+    AppBusy(const AppBusy&) = delete;
+    AppBusy& operator=(const AppBusy&) = delete;
+  };
+
+  /// The iCheck service itself: root, or the uid the daemons run as
+  /// (managers heartbeat, the controller commands managers). -1 = identity
+  /// unknown (TCP with ICHECK_TCP_AUTH=none, allowed only on loopback).
+  static bool is_service(long uid) { return uid == 0 || uid == long(::geteuid()); }
+
+  /// The application `app_id` of the message, which the peer must own
+  /// (registered under the peer's authenticated uid) unless it is the
+  /// service. Throws "perm: ..." / "noent: ...". Caller holds mu_.
+  int64_t owned_app(const json& m, long uid, const std::string& op);
+
+  json handle(const json& m, long uid);
+
+  /// Manager heartbeat (§6.3 metrics, §6.5.2 availability). epoch 0 is a
+  /// registration: the manager gets the node's next incarnation number, and
+  /// the agents of any previous manager of the node are lost. A heartbeat
+  /// with an epoch older than the node's is refused with {"superseded":
+  /// true}: that manager was replaced (e.g. it was stopped and relaunched)
+  /// and must exit with its agents.
+  json heartbeat(const json& m);
+
+  std::vector<NodeStatus> nodes();
+
+  std::string node_address(const std::string& n);
+
+  /// Alg. 6: place `count` agents for app and start them through the managers.
+  json start_agents(int64_t app, const std::string& name, uint32_t uid, int count);
+
+  /// Send one request per node to that node's manager, all nodes at once and
+  /// without the lock; `make` builds the request from the node's agent ids.
+  /// Returns (node, error) for every node whose manager did not answer or
+  /// reported flush errors.
+  std::vector<std::pair<std::string, std::string>> ask_managers(
+      const std::map<std::string, std::vector<std::string>>& per_node,
+      const std::function<json(const std::vector<std::string>&)>& make);
+
+  /// Stop agents `ids` through their managers, all nodes at once (one
+  /// request per node, concurrently): with `flush` every agent of the set
+  /// flushes at the same time, so agent 0 gets every part and writes the
+  /// manifest (stopping one by one would stop agent 0 before the others'
+  /// parts reach it). Flush failures are logged. Returns false when some
+  /// flush failed or a manager did not answer.
+  bool stop_agent_ids(const std::vector<std::string>& ids, bool flush);
+  /// Flush the up agents of `app` through their managers, all nodes at once,
+  /// without the lock. true when every agent reported its newest version
+  /// durable (manifest written); failures are logged. The agents keep
+  /// running either way.
+  bool flush_set(int64_t app);
+
+  bool stop_agents(int64_t app, bool flush);
+
+  json agents_of(int64_t app, bool* all_up);
+
+  /// The per-application transfer settings of the dynamic configuration
+  /// (Listing 6.2; §6.2) that the library applies at run time: transfer
+  /// (pull|push), strategy (mr|shmr), chunk_mb and buffer_mb (MiB), zero_copy.
+  /// Sent with the registration reply and with every probe reply, so that a
+  /// changed dynamic file reaches running applications at their next probe.
+  json params() const;
+
+  // Alg. 5 agent_selection, on icheck_init.
+  json reg(const json& m, long peer);
+
+  // Alg. 5 get_num_agents on icheck_probe_agents, and failure recovery (§6.5.2).
+  json probe(const json& m);
+
+  /// Status for `uid`: everything for the service; an ordinary user sees
+  /// the nodes and only their own applications.
+  json status(long uid = 0);
+
+  ControllerOptions opt_;
+  StaticConfig cfg_;
+  DynamicConfig dyn_;
+  std::string addr_;
+  std::unique_ptr<Db> db_;
+  std::mutex mu_;
+  int seq_ = 0;
+  std::shared_ptr<Reaped> reaped_ = std::make_shared<Reaped>();
+  std::set<pid_t> children_;  ///< launch commands started here and not yet reaped (under mu_)
+  int64_t epoch_ = 0;                ///< controller epoch held (take_lease)
+  static inline thread_local int tx_depth_ = 0;  ///< tx() nesting of this thread
+  std::unique_ptr<Db> lease_db_;     ///< the lease thread's own connection
+  std::atomic<bool> fenced_{false};
+  std::atomic<int64_t> fenced_by_{0};
+  std::atomic<bool>* stop_ = nullptr;
+  std::atomic<int> active_{0};       ///< connection threads running
+  static constexpr int kMaxConnections = 256;
+  static constexpr int kMaxPerPeer = 32;
+  static inline thread_local std::unique_lock<std::mutex>* tl_lock_ = nullptr;  ///< lock held by this request thread
+  std::set<int64_t> busy_apps_;     ///< applications with an agent change in progress (under mu_)
+  std::condition_variable busy_cv_;  ///< connections at once from one TCP peer host
+  std::mutex peers_mu_;
+  std::map<std::string, int> per_peer_;
+};
+
+}  // namespace dynres::icheck::ctl
