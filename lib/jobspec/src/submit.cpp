@@ -214,15 +214,6 @@ int wait_for_job(const std::string& home, int64_t id, double poll_s) {
   }
 }
 
-HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold) {
-  auto j = st.job(id);
-  if (!j) return HoldResult::not_found;
-  if (uid != 0 && j->uid != uid) return HoldResult::not_owner;
-  if (!st.set_held(id, hold, now_seconds())) return HoldResult::not_pending;
-  if (!hold) proto::notify(sched_socket(home), {{"op", "wake"}, {"why", "release"}, {"job", id}});
-  return HoldResult::done;
-}
-
 nlohmann::json job_to_json(const JobRecord& j) {
   nlohmann::json o = {{"job_id", j.id},
                       {"name", j.name},

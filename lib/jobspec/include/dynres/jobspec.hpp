@@ -215,12 +215,5 @@ JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* arr
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);
 
-/// Outcome of hold_job.
-enum class HoldResult { done, not_pending, not_found, not_owner };
-
-/// mjcontrol hold/release: hold (or release) a PENDING job as user uid (root
-/// may act on any job; another user's job is refused and left unchanged).
-/// A release wakes the scheduler.
-HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold);
 
 }  // namespace dynres
