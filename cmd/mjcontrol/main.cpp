@@ -5,11 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "dynres/hostlist.hpp"
 #include "dynres/jobsel.hpp"
 #include "dynres/jobspec.hpp"
 #include "dynres/paths.hpp"
+#include "dynres/proto.hpp"
 #include "dynres/views.hpp"
 #include "dynres/requests.hpp"
 #include "dynres/resize_store.hpp"
@@ -24,11 +26,15 @@ int main(int argc, char** argv) {
   hold->add_option("job_ids", hold_ids, "job ids, comma separated")->required();
   auto* release = app.add_subcommand("release", "release held jobs");
   release->add_option("job_ids", release_ids, "job ids, comma separated")->required();
-  std::string upd_what, upd_nodes, upd_setting;
-  auto* update = app.add_subcommand("update", "change nodes: update node NODELIST|ALL cpus=N");
+  std::string upd_what, upd_nodes;
+  std::vector<std::string> upd_settings;
+  auto* update = app.add_subcommand(
+      "update", "change nodes: update node NODELIST|ALL cpus=N | state=down|drain|resume [reason=\"...\"]");
   update->add_option("entity", upd_what, "what to change: node")->required()->check(CLI::IsMember({"node", "nodes"}));
   update->add_option("nodelist", upd_nodes, "nodes, e.g. n[1-4], or ALL")->required();
-  update->add_option("setting", upd_setting, "cpus=N: CPUs per node")->required();
+  update->add_option("settings", upd_settings,
+                     "cpus=N (CPUs per node) or state=down|drain|resume with reason=TEXT (needed for down and drain)")
+      ->required();
   auto* show = app.add_subcommand("show", "show jobs in detail: show job [ID]");
   show->add_option("entity", show_what, "what to show: job")->required()->check(CLI::IsMember({"job", "jobs"}));
   show->add_option("job_id", show_id, "job id (default: every pending or running job)");
@@ -46,6 +52,38 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     home = dynres::cluster_home(home);
+    std::map<std::string, std::string> set;  // update node: Slurm's keys and states are case-insensitive
+    if (update->parsed()) {
+      for (auto& kv : upd_settings) {
+        auto eq = kv.find('=');
+        std::string key = kv.substr(0, eq);
+        for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (eq == std::string::npos || (key != "cpus" && key != "state" && key != "reason"))
+          throw std::invalid_argument("update node: unknown setting '" + kv + "' (cpus=N, state=down|drain|resume, reason=TEXT)");
+        if (set.count(key)) throw std::invalid_argument("update node: " + key + "= given twice");
+        set[key] = kv.substr(eq + 1);
+      }
+      if (set.count("state")) {
+        if (set.count("cpus")) throw std::invalid_argument("update node: cpus= and state= go in separate commands");
+        std::string state = set["state"];
+        for (auto& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (state != "down" && state != "drain" && state != "resume")
+          throw std::invalid_argument("update node: invalid state '" + set["state"] + "' (down, drain or resume)");
+        if (state != "resume" && set["reason"].empty())
+          throw std::invalid_argument("update node: state=" + state + " needs a reason (reason=\"...\")");
+        // the daemon checks who asks (SO_PEERCRED) and changes the state file
+        auto r = dynres::proto::request(dynres::sched_socket(home),
+                                        {{"op", "update_node"}, {"nodes", upd_nodes}, {"state", state},
+                                         {"reason", set["reason"]}},
+                                        5000);
+        if (!r) throw std::runtime_error("update node: mjsched does not answer on " + dynres::sched_socket(home));
+        if (r->contains("error")) throw std::runtime_error((*r)["error"].get<std::string>());
+        for (auto& n : (*r)["nodes"])
+          std::cout << "mjcontrol: node " << n["name"].get<std::string>() << ": " << n["from"].get<std::string>()
+                    << " -> " << n["to"].get<std::string>() << "\n";
+        return 0;
+      }
+    }
     if (rsz->parsed()) {
       dynres::State st(dynres::state_path(home));
       uint64_t id = dynres::resize::request_resize(home, rs_job, rs_nodes, rs_count);
@@ -67,17 +105,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (update->parsed()) {
-      std::string key = upd_setting.substr(0, upd_setting.find('='));
-      for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      std::string val = upd_setting.find('=') == std::string::npos ? "" : upd_setting.substr(upd_setting.find('=') + 1);
-      if (key != "cpus") throw std::invalid_argument("update node: unknown setting '" + upd_setting + "' (cpus=N)");
+      if (set.count("reason")) throw std::invalid_argument("update node: reason= goes with state=");
+      std::string val = set["cpus"];
       if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
         throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");
       std::vector<std::string> names;
       if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
       // owner-or-root is checked by mjsched (dynres/requests.hpp)
       return dynres::schedd::print_reply(
-          "mjcontrol", dynres::schedd::call_scheduler(home, {{"op", "update_node"}, {"nodes", names}, {"cpus", std::stoi(val)}}));
+          "mjcontrol", dynres::schedd::call_scheduler(home, {{"op", "node_cpus"}, {"nodes", names}, {"cpus", std::stoi(val)}}));
     }
     if (show->parsed()) {
       dynres::State st(dynres::state_path(home));

@@ -49,11 +49,23 @@ int main(int argc, char** argv) {
                  "minnodes,maxnodes,constraint,submit,start,end,exitcode,wait), or squeue % codes "
                  "(%i %j %u %T %t %M %l %D %R %N %r %V %S %e, e.g. \"%.8i %10j %T\")");
   app.add_flag("--json", json, "print JSON");
+  bool nodes_view = false;
+  app.add_flag("-N,--nodes", nodes_view,
+               "the nodes, like sinfo -N -l: state (idle, allocated, draining, drained, down), CPUs, job, reason");
   CLI11_PARSE(app, argc, argv);
   try {
     home = dynres::cluster_home(home);
     dynres::State st(dynres::state_path(home));
     double now = dynres::now_seconds();
+    if (nodes_view) {
+      for (;;) {
+        auto nodes = st.nodes();
+        std::cout << (json ? dynres::nodes_to_json(nodes).dump(2) + "\n" : dynres::render_nodes(nodes, !noheader));
+        if (iterate <= 0) return 0;
+        std::cout << "\n" << std::flush;
+        std::this_thread::sleep_for(std::chrono::duration<double>(iterate));
+      }
+    }
     dynres::JobFilter filter;
     std::vector<int64_t> ids;
     if (!jobs_opt.empty()) ids = dynres::resolve_job_refs(st, jobs_opt);
@@ -118,6 +130,25 @@ int main(int argc, char** argv) {
     for (;;) {
       now = dynres::now_seconds();
       auto jobs = dynres::select_jobs(st, filter, history);
+      if (history) {  // a requeued job's failed attempts, each a row of its own (sacct --duplicates)
+        std::map<int64_t, std::vector<dynres::JobRecord>> extra;
+        for (auto& a : st.attempts()) {
+          auto j = st.job(a.job_id);
+          if (!j) continue;
+          j->state = a.state, j->start_time = a.start_time, j->end_time = a.end_time;
+          j->num_nodes = a.num_nodes, j->nodelist = a.nodelist, j->reason = a.reason, j->exit_code.reset();
+          if (filter.matches(*j)) extra[a.job_id].push_back(*j);
+        }
+        if (!extra.empty()) {
+          std::vector<dynres::JobRecord> all;
+          for (auto& j : jobs) {
+            if (extra.count(j.id)) all.insert(all.end(), extra[j.id].begin(), extra[j.id].end()), extra.erase(j.id);
+            all.push_back(j);
+          }
+          for (auto& [id, v] : extra) all.insert(all.end(), v.begin(), v.end());
+          jobs.swap(all);
+        }
+      }
       if (start) {  // expected start times, shown in the start column
         auto cfg = dynres::load_config(dynres::config_path(home));
         std::vector<int64_t> node_ids;

@@ -304,58 +304,26 @@ fi
 unset "${!SLURM_@}" "${!MJ_@}" DYNRES_HOME
 t_begin 240
 D=$T_TMP
-POLLER=""
-stop_outer() {
-    [[ -n $POLLER ]] && kill "$POLLER" 2>/dev/null && wait "$POLLER" 2>/dev/null
+outer_slurm_start "$NODES" --poll   # the step-name link checked inside, and a timeline for failure reports
+stop_leftovers() {
     # Whatever dynres left behind (a failed test may not have reached, or
     # been failed by, vcluster-down): try it, then end the processes directly.
-    if [[ -n $(our_leftover_procs) ]]; then
-        [[ -d $D/cluster ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1
-        local sig pids
-        for sig in TERM KILL; do
-            pids=$(our_leftover_procs | awk '{print $1}')
-            [[ -z $pids ]] && break
-            t_log "cleanup: SIG$sig to leftover dynres processes: $(tr '\n' ' ' <<<"$pids")" >&2
-            # shellcheck disable=SC2086
-            kill -"$sig" $pids 2>/dev/null
-            sleep 1
-        done
-    fi
-    if [[ -f $D/outer/slurm.conf ]]; then
-        [[ -f $D/alloc.jobid ]] && SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
-        "$FIXTURE" stop "$D/outer"
-    fi
-}
-t_on_exit stop_outer
-show_steps() {
-    [[ -f $D/outer/slurm.conf ]] || return 0
-    echo "---- outer steps (slurmd logs)"
-    "$FIXTURE" steps "$D/outer"
-    echo "---- squeue -s snapshots (last 20)"
-    tail -n 20 "$D/squeue-steps.log" 2>/dev/null
-}
-t_on_fail show_steps
-
-t_log "starting outer Slurm in $D/outer"
-"$FIXTURE" start "$D/outer" --nodes "$NODES" --timeout 30
-eval "$("$FIXTURE" env "$D/outer")"
-
-# Snapshots of all outer steps (time, step id, step name, nodes): the
-# step-name link checked inside, and a timeline for failure reports.
-(
-    while :; do
-        squeue -s -h -o '%i %j %N' 2>/dev/null | sed "s/^/$(date +%T.%N | cut -c1-12) /"
-        sleep 0.25
+    [[ -n $(our_leftover_procs) ]] || return 0
+    [[ -d $D/cluster ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1
+    local sig pids
+    for sig in TERM KILL; do
+        pids=$(our_leftover_procs | awk '{print $1}')
+        [[ -z $pids ]] && break
+        t_log "cleanup: SIG$sig to leftover dynres processes: $(tr '\n' ' ' <<<"$pids")" >&2
+        # shellcheck disable=SC2086
+        kill -"$sig" $pids 2>/dev/null
+        sleep 1
     done
-) >"$D/squeue-steps.log" 2>&1 &
-POLLER=$!
+}
+t_on_exit stop_leftovers
 
 t_log "salloc -N$NODES: running the inside part"
-cd "$D"
-rc=0
-timeout "$ALLOC_LIMIT" salloc -N"$NODES" -J dynres-sis -t 5 bash "$SELF" --inside "$D" || rc=$?
-((rc != 124)) || t_fatal "inside part did not finish within ${ALLOC_LIMIT}s"
-((rc == 0)) || t_fatal "inside part failed (exit $rc)"
+outer_slurm_inside "$ALLOC_LIMIT" "$NODES" dynres-sis "$SELF"
 
 # The allocation must be gone, and with it every process of ours.
 ALLOC=$(cat "$D/alloc.jobid")

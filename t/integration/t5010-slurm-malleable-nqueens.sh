@@ -60,20 +60,10 @@ t_require salloc
 t_begin 240
 unset "${!SLURM_@}" "${!MJ_@}" DYNRES_HOME
 D=$T_TMP
-stop_outer() {
-  [[ -d $D/cluster ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1
-  if [[ -f $D/outer/slurm.conf ]]; then
-    [[ -f $D/alloc.jobid ]] && SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
-    "$FIXTURE" stop "$D/outer"
-  fi
-}
-t_on_exit stop_outer
-"$FIXTURE" start "$D/outer" --nodes 4 --timeout 30 >/dev/null
-eval "$("$FIXTURE" env "$D/outer")"
-cd "$D"
-rc=0
-timeout 90 salloc -N4 -J dynres-smq -t 5 bash "$SELF" --inside "$D" || rc=$?
-((rc == 0)) || t_fatal "inside part failed (exit $rc)"
+outer_slurm_start 4
+stop_cluster() { [[ -d $D/cluster ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1; }
+t_on_exit stop_cluster
+outer_slurm_inside 90 4 dynres-smq "$SELF"
 # the outer slurmd logs: a step launched on every node the expand added,
 # after the order was sent
 added=$(cat "$D/added") at=$(cat "$D/added_at")

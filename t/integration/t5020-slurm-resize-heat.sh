@@ -136,32 +136,8 @@ t_require mpiexec heat mjsub mjstat mjsched mjcontrol icheckd icagent
 t_begin 240
 unset "${!SLURM_@}" "${!MJ_@}" DYNRES_HOME
 D=$T_TMP
-POLLER=""
-stop_outer() {
-    [[ -n $POLLER ]] && kill "$POLLER" 2>/dev/null && wait "$POLLER" 2>/dev/null
-    [[ -f $D/cluster/mjsched.pid ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1
-    if [[ -f $D/outer/slurm.conf ]]; then
-        [[ -f $D/alloc.jobid ]] && SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
-        "$FIXTURE" stop "$D/outer"
-    fi
-}
-t_on_exit stop_outer
-show_steps() { echo "---- outer steps (slurmd logs)"; [[ -f $D/outer/slurm.conf ]] && "$FIXTURE" steps "$D/outer"; }
-t_on_fail show_steps
-
-t_log "starting outer Slurm (5 nodes) in $D/outer"
-"$FIXTURE" start "$D/outer" --nodes 5 --timeout 30
-eval "$("$FIXTURE" env "$D/outer")"
-(
-    while :; do
-        squeue -s -h -o '%i %j %N' 2>/dev/null | sed "s/^/$(date +%T.%N | cut -c1-12) /"
-        sleep 0.2
-    done
-) >"$D/squeue-steps.log" 2>&1 &
-POLLER=$!
-cd "$D"
-rc=0
-timeout "$ALLOC_LIMIT" salloc -N5 -J dynres-rhs -t 5 bash "$SELF" --inside "$D" || rc=$?
-((rc != 124)) || t_fatal "inside part did not finish within ${ALLOC_LIMIT}s"
-((rc == 0)) || t_fatal "inside part failed (exit $rc)"
+outer_slurm_start 5 --poll
+stop_cluster() { [[ -f $D/cluster/mjsched.pid ]] && timeout 30 "$DOWN" --dir "$D/cluster" >/dev/null 2>&1; }
+t_on_exit stop_cluster
+outer_slurm_inside "$ALLOC_LIMIT" 5 dynres-rhs "$SELF"
 t_done

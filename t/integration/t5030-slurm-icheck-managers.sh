@@ -109,18 +109,11 @@ t_begin 240
 unset "${!SLURM_@}" DYNRES_HOME
 D=$T_TMP
 chmod 755 "$D"
-stop_outer() {
-  [[ -f $D/home/icheck.yaml ]] && icheck-down --home "$D/home" >/dev/null 2>&1
-  [[ -f $D/outer/slurm.conf && -f $D/alloc.jobid ]] && SLURM_CONF=$D/outer/slurm.conf scancel "$(cat "$D/alloc.jobid")" 2>/dev/null
-  [[ -f $D/outer/slurm.conf ]] && "$FIXTURE" stop "$D/outer"
-}
-t_on_exit stop_outer
-"$FIXTURE" start "$D/outer" --nodes 2 --timeout 30 || t_fatal "outer Slurm did not start"
-eval "$("$FIXTURE" env "$D/outer")"
-cd "$D" || t_fatal "cd $D"
-timeout 120 salloc -N2 -J icheck-sis -t 5 bash "$SELF" --inside "$D"
-rc=$?
-[[ -f $D/inside.fails ]] || t_fatal "the inside part did not finish (salloc exit $rc)"
+outer_slurm_start 2
+stop_icheck() { [[ -f $D/home/icheck.yaml ]] && icheck-down --home "$D/home" >/dev/null 2>&1; }
+t_on_exit stop_icheck
+outer_slurm_inside 120 2 icheck-sis "$SELF"
+[[ -f $D/inside.fails ]] || t_fatal "the inside part did not finish"
 inside_fails=$(cat "$D/inside.fails")
 t_log "outer steps of the allocation (slurmd logs):"
 "$FIXTURE" steps "$D/outer" "$(cat "$D/alloc.jobid")" | sed 's/^/  /'

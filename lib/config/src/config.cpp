@@ -106,7 +106,7 @@ Config load_config(const std::string& path) {
   }
   if (!root || root.IsNull()) return c;
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
-  check_keys(root, "", {"scheduler", "launcher", "power", "icheck"}, path);
+  check_keys(root, "", {"scheduler", "launcher", "power", "icheck", "nodes"}, path);
   auto s = root["scheduler"];
   check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power"}, path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
@@ -136,6 +136,16 @@ Config load_config(const std::string& path) {
     throw ConfigError(path + ": scheduler.resize.backoff must be in [0, 86400] seconds");
   if (!(c.resize_restart_timeout > 0 && c.resize_restart_timeout <= 86400))
     throw ConfigError(path + ": scheduler.resize.restart_timeout must be in (0, 86400] seconds");
+  auto nd = root["nodes"];  // node liveness (mjnoded(8) heartbeats), as Slurm's SlurmdTimeout
+  check_keys(nd, "nodes", {"timeout", "heartbeat"}, path);
+  c.node_timeout = get<double>(nd, "timeout", c.node_timeout, "nodes", path);
+  c.node_heartbeat = get<double>(nd, "heartbeat", c.node_heartbeat, "nodes", path);
+  if (!(c.node_timeout >= 0 && c.node_timeout <= 86400))
+    throw ConfigError(path + ": nodes.timeout must be in [0, 86400] seconds (0: nodes not watched)");
+  if (!(c.node_heartbeat > 0 && c.node_heartbeat <= 3600))
+    throw ConfigError(path + ": nodes.heartbeat must be in (0, 3600] seconds");
+  if (c.node_timeout > 0 && c.node_timeout < 2 * c.node_heartbeat)
+    throw ConfigError(path + ": nodes.timeout must be at least twice nodes.heartbeat");
   auto l = root["launcher"];
   check_keys(l, "launcher", {"type"}, path);
   c.launcher = get<std::string>(l, "type", c.launcher, "launcher", path);

@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <sys/mman.h>
 
 namespace dynres::icheck {
@@ -121,6 +123,31 @@ Resident resident_memory(pid_t pid) {
 
 MemRegion::~MemRegion() {
   if (mr) fi_close(&mr->fid);
+}
+
+namespace {
+/// The warm-up thread of prepare_fabric, joined at exit (never left
+/// running into libfabric's own destructor).
+struct WarmUp {
+  std::thread t;
+  ~WarmUp() {
+    if (t.joinable()) t.join();
+  }
+};
+}  // namespace
+
+void prepare_fabric() {
+  static WarmUp w;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      w.t = std::thread([] {
+        fi_info* info = nullptr;
+        if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, nullptr, &info) == 0) fi_freeinfo(info);
+      });
+    } catch (...) {  // no thread: the first Fabric pays the cost itself
+    }
+  });
 }
 
 std::vector<std::string> available_rma_providers() {

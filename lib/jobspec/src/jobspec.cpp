@@ -44,6 +44,8 @@ const std::vector<OptionDef>& job_options() {
       {{"-a", "--array"}, true, "job array: indices 1-5, 1,3,7, 0-15:4, with %N at most N running at once"},
       {{"-W", "--wait"}, false, "wait until the job ends; exit with its exit code (command line only)"},
       {{"--hold"}, false, "submit the job held: it waits until 'mjcontrol release ID'"},
+      {{"--requeue"}, false, "after a node failure the job is requeued (the default, as Slurm's JobRequeue=1)"},
+      {{"--no-requeue"}, false, "after a node failure the job ends NODE_FAIL instead of being requeued"},
       {{"--begin"}, true, "start no earlier than: now+N[s|m|h|d], HH:MM[:SS] or YYYY-MM-DD[THH:MM[:SS]]"},
       {{"-w", "--nodelist"}, true, "nodes the job must get, e.g. n[1-2] (more are added up to its node count)"},
       {{"-x", "--exclude"}, true, "nodes the job must not get, e.g. n[7-8]"},
@@ -65,8 +67,6 @@ const std::vector<OptionDef>& ignored_sbatch_options() {
       {{"--mail-user"}, true, "accepted for sbatch compatibility; no effect"},
       {{"--exclusive"}, false, "accepted for sbatch compatibility; no effect"},
       {{"--get-user-env"}, false, "accepted for sbatch compatibility; no effect"},
-      {{"--requeue"}, false, "accepted for sbatch compatibility; no effect"},
-      {{"--no-requeue"}, false, "accepted for sbatch compatibility; no effect"},
   };
   return opts;
 }
@@ -237,6 +237,9 @@ void apply_option(JobSpec& s, const std::string& name, const std::string& v) {
   } else if (key == "--hold") {
     if (!v.empty()) throw SpecError("--hold takes no value");
     s.hold = true;
+  } else if (key == "--requeue" || key == "--no-requeue") {
+    if (!v.empty()) throw SpecError(key + " takes no value");
+    s.requeue = key == "--requeue";
   } else if (key == "--nodelist" || key == "--exclude") {
     const std::string opt = key == "--nodelist" ? "-w/--nodelist" : "-x/--exclude";
     std::vector<std::string> names;
@@ -499,6 +502,7 @@ JobSpec merge_specs(JobSpec s, const JobSpec& c) {
   take(s.ntasks, c.ntasks);
   take(s.ntasks_per_node, c.ntasks_per_node);
   take(s.cpus_per_task, c.cpus_per_task);
+  take(s.requeue, c.requeue);
   s.hold = s.hold || c.hold;
   s.rigid = s.rigid || c.rigid;
   s.malleable = s.malleable || c.malleable;
@@ -632,6 +636,7 @@ JobRecord resolve_job(const JobSpec& s, int cluster, const std::string& script_t
   j.stderr_path = s.error ? abs(*s.error) : j.stdout_path;
   j.script = script_text;
   j.held = s.hold;
+  j.requeue = s.requeue.value_or(true);
   j.begin_time = s.begin;
   j.dependency = s.dependency.value_or("");
   j.submit_dir = cwd;

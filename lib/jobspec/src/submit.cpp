@@ -242,6 +242,9 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["dependency"] = j.dependency;
   o["req_nodelist"] = j.req_nodelist;  // sbatch -w
   o["exc_nodelist"] = j.exc_nodelist;  // sbatch -x
+  o["requeue"] = j.requeue;            // --requeue / --no-requeue
+  o["restarts"] = j.restarts;          // requeued after node failures
+  o["lost_nodes"] = j.node_fail;       // nodes a running job lost ('' = none)
   o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
   o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
   o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;

@@ -528,6 +528,8 @@ int run_step(const StepConfig& cfg, int go_fd) {
         {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
         {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
     if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
+    // a job requeued after a node failure knows it, as with Slurm
+    if (job->restarts > 0) slurm_env.push_back({"SLURM_RESTART_COUNT", std::to_string(job->restarts)});
     if (job->array_job_id && job->array_task_id) {
       slurm_env.push_back({"SLURM_ARRAY_JOB_ID", std::to_string(*job->array_job_id)});
       slurm_env.push_back({"SLURM_ARRAY_TASK_ID", std::to_string(*job->array_task_id)});

@@ -230,11 +230,51 @@ std::string render_detail(const JobRecord& j, double now) {
     << "   NodeList=" << (j.nodelist.empty() ? "(null)" : j.nodelist)
     << " ReqNodeList=" << (j.req_nodelist.empty() ? "(null)" : j.req_nodelist)
     << " ExcNodeList=" << (j.exc_nodelist.empty() ? "(null)" : j.exc_nodelist) << "\n"
-    << "   Held=" << (j.held ? "yes" : "no") << " BeginTime=" << (j.begin_time ? iso(j.begin_time) : "None") << "\n";
+    << "   Held=" << (j.held ? "yes" : "no") << " BeginTime=" << (j.begin_time ? iso(j.begin_time) : "None") << "\n"
+    << "   Requeue=" << (j.requeue ? 1 : 0) << " Restarts=" << j.restarts
+    << (j.node_fail.empty() ? std::string() : " LostNodes=" + j.node_fail) << "\n";
   if (j.min_power || j.max_power)
     o << "   MinPower=" << (j.min_power ? std::to_string(*j.min_power) + "W" : "-")
       << " MaxPower=" << (j.max_power ? std::to_string(*j.max_power) + "W" : "-") << "\n";
   o << "   WorkDir=" << j.workdir << "\n   StdOut=" << j.stdout_path << "\n   StdErr=" << j.stderr_path << "\n";
+  return o.str();
+}
+
+std::string node_state_name(const NodeRecord& n) {
+  if (n.state == "down") return "down";
+  if (n.state == "drain") return n.job_id ? "draining" : "drained";
+  return n.job_id ? "allocated" : "idle";
+}
+
+nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (auto& n : nodes) {
+    nlohmann::json o = {{"name", n.name},   {"state", node_state_name(n)}, {"base_state", n.state},
+                        {"cpus", n.cpus},   {"reason", n.reason},          {"host", n.host}};
+    o["job_id"] = n.job_id ? nlohmann::json(n.job_id) : nlohmann::json(nullptr);
+    o["reason_time"] = n.reason_time ? nlohmann::json(*n.reason_time) : nlohmann::json(nullptr);
+    o["reason_uid"] = n.reason_uid ? nlohmann::json(*n.reason_uid) : nlohmann::json(nullptr);
+    arr.push_back(o);
+  }
+  return {{"nodes", arr}};
+}
+
+std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header) {
+  std::ostringstream o;
+  char b[512];
+  if (header) {
+    std::snprintf(b, sizeof b, "%-10s %-10s %4s %-8s %-19s %-10s %s\n", "NODELIST", "STATE", "CPUS", "JOBID", "TIMESTAMP",
+                  "USER", "REASON");
+    o << b;
+  }
+  for (auto& n : nodes) {
+    std::string user = n.reason_uid ? user_name(*n.reason_uid) : "Unknown";
+    std::snprintf(b, sizeof b, "%-10s %-10s %4d %-8s %-19s %-10s %s\n", n.name.c_str(), node_state_name(n).c_str(),
+                  n.cpus, n.job_id ? std::to_string(n.job_id).c_str() : "-",
+                  n.reason_time && !n.reason.empty() ? iso(n.reason_time).c_str() : "Unknown",
+                  n.reason.empty() ? "-" : user.c_str(), n.reason.empty() ? "none" : n.reason.c_str());
+    o << b;
+  }
   return o.str();
 }
 

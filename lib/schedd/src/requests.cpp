@@ -347,8 +347,8 @@ Reply handle_hold(Ctx& ctx, const Peer& peer, const json& r, bool hold) {
   return done(rc, "", err.str());
 }
 
-// ---- update node (mjcontrol) — admin only ---------------------------------
-Reply handle_update_node(Ctx& ctx, const Peer& peer, const json& r) {
+// ---- update node cpus=N (mjcontrol) — admin only ---------------------------------
+Reply handle_node_cpus(Ctx& ctx, const Peer& peer, const json& r) {
   if (!ctx.auth.is_admin(peer))
     return done(1, "", "mjcontrol: error: update node: Access/permission denied (only the cluster's owner, " +
                            user_name(ctx.auth.owner) + ", or root)\n");
@@ -394,7 +394,7 @@ const std::map<std::string, Handler>& handlers() {
       {"cancel", handle_cancel},
       {"hold", [](Ctx& c, const Peer& p, const json& r) { return handle_hold(c, p, r, true); }},
       {"release", [](Ctx& c, const Peer& p, const json& r) { return handle_hold(c, p, r, false); }},
-      {"update_node", handle_update_node},
+      {"node_cpus", handle_node_cpus},
       {"corridor_set", handle_corridor_set},
   };
   return h;

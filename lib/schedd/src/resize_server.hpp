@@ -94,6 +94,13 @@ class ResizeServer {
   void set_shrink_by_count(bool b) { shrink_by_count_ = b; }
 
   bool adapting() const { return book_.any_adapting(); }
+  /// Order job to give back exactly `nodes` (names; a node failure or a
+  /// drain: the job cannot choose, whatever shrink_by_count says). Returns
+  /// the order id, or std::nullopt with the reason in *why.
+  std::optional<uint64_t> shrink_away(State& st, int64_t job, const std::vector<std::string>& nodes, double now,
+                                      std::string* why) {
+    return send_order(st, job, resize::Kind::shrink, nodes, now, why);
+  }
 
  private:
   struct Conn {

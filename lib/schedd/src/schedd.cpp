@@ -30,6 +30,7 @@
 #include "dynres/corridor.hpp"
 #include "dynres/requests.hpp"
 #include "intake.hpp"
+#include "node_watch.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
 
@@ -42,13 +43,7 @@ sched::JobKind kind_of(const std::string& k) {
   return sched::JobKind::rigid;
 }
 
-void log(const std::string& msg) {
-  char ts[32];
-  time_t t = time(nullptr);
-  strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", localtime(&t));
-  std::fprintf(stderr, "%s mjsched: %s\n", ts, msg.c_str());
-  std::fflush(stderr);
-}
+void log(const std::string& msg) { daemon_log(msg); }
 }  // namespace
 
 namespace {
@@ -119,6 +114,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
     s.nodes.push_back({n.name, n.state == "up", n.job_id});
+    s.nodes.back().lost = n.state == "down";
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
   }
@@ -269,6 +265,7 @@ void keep_private(const std::string& home) {
 int Daemon::pass() {
   keep_private(home);
   State& st = state();
+  react_to_nodes();  // node failures and drains first: a lost node's job is not "supervisor lost"
   // Reconcile: a RUNNING job needs a live supervisor. Suspects are confirmed
   // together after one short pause (no transient misread), so any number of
   // lost supervisors costs one pause, not one each.
@@ -277,6 +274,7 @@ int Daemon::pass() {
     if (!launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) suspects.push_back(j);
   if (!suspects.empty()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    react_to_nodes();  // a supervisor that died with its node is a node failure (agent lost meanwhile)
     for (auto& j : suspects) {
       if (launch::supervisor_alive(j.supervisor_pid.value_or(0), j.id)) continue;
       // end time taken now, after the pause, and the record re-read (the
@@ -389,6 +387,7 @@ bool Daemon::serve_request(int c, const Peer& peer, const proto::json& m, bool& 
     wake = true;
     return false;
   }
+  if (bool handled = false, kept = serve_node_request(c, op, m, wake, &handled); handled) return kept;
   if (op == "mj_hello") {  // a job's process (authenticated by its secret): the connection stays open
     resizer().adopt(state(), c, m);
     wake = true;
@@ -484,12 +483,16 @@ int Daemon::run() {
       next_tick = now_seconds() + cfg.tick;
     }
     std::vector<pollfd> p = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
-    const std::vector<int> job_fds = resizer().fds(), new_fds = intake.fds();
+    const std::vector<int> job_fds = resizer().fds(), node_fds = node_watch().fds(), new_fds = intake.fds();
     for (int fd : job_fds) p.push_back({fd, POLLIN, 0});
+    for (int fd : node_fds) p.push_back({fd, POLLIN, 0});
     for (int fd : new_fds) p.push_back({fd, POLLIN, 0});
+    const size_t agents = 2 + job_fds.size(), intake_at = agents + node_fds.size();
     int timeout = std::max(1, std::min(1000, static_cast<int>((next_tick - now_seconds()) * 1000)));
     if (::poll(p.data(), p.size(), timeout) < 0) continue;
-    for (size_t k = 2; k < 2 + job_fds.size(); ++k) {
+    for (size_t k = agents; k < intake_at; ++k)  // a lost agent wakes a pass at once
+      if ((p[k].revents & (POLLIN | POLLHUP | POLLERR)) && node_watch().on_readable(p[k].fd, now_seconds())) wake = true;
+    for (size_t k = 2; k < agents; ++k) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       try {
         resizer().on_readable(state(), p[k].fd, now_seconds());
@@ -507,7 +510,7 @@ int Daemon::run() {
       }
       if (!kept) ::close(r.fd);
     };
-    for (size_t k = 2 + job_fds.size(); k < p.size(); ++k) {
+    for (size_t k = intake_at; k < p.size(); ++k) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (auto r = intake.on_readable(p[k].fd, now_seconds())) serve(*r);
     }

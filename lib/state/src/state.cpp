@@ -99,6 +99,26 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18 CHECK(umask BETWEEN 0 AND 511)",
 };
 
+// Schema of module "nodes": node health (reason, since, who) and what a job
+// does when it loses a node (requeue, attempts). A module of its own so that
+// its migrations never interleave with the core list. Append; never edit.
+const std::vector<std::string> kNodeMigrations = {
+    "ALTER TABLE nodes ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE nodes ADD COLUMN reason_time REAL;"
+    "ALTER TABLE nodes ADD COLUMN reason_uid INTEGER;"
+    // sbatch --requeue / --no-requeue (1 = requeued after a node failure, Slurm's JobRequeue=1)
+    "ALTER TABLE jobs ADD COLUMN requeue INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;"
+    // nodes the running job lost (node list); '' = none. Set by mjsched; the
+    // end of the step is then recorded as a node failure (requeue or NODE_FAIL)
+    "ALTER TABLE jobs ADD COLUMN node_fail TEXT NOT NULL DEFAULT '';"
+    // one row per ended attempt of a requeued job (sacct --duplicates)
+    "CREATE TABLE job_attempts(id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),"
+    " state TEXT NOT NULL, start_time REAL, end_time REAL NOT NULL, num_nodes INTEGER NOT NULL,"
+    " nodelist TEXT NOT NULL, reason TEXT NOT NULL);"
+    "CREATE INDEX job_attempts_by_job ON job_attempts(job_id)",
+};
+
 std::string user_of(int64_t uid) {
   struct passwd pw, *res = nullptr;
   std::vector<char> buf(16384);
@@ -149,7 +169,8 @@ const char* const kJobColumns =
     "id,name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,min_power,max_power,"
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
-    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,gid,umask";
+    "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,"
+    "requeue,restarts,node_fail,gid,umask";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -194,8 +215,11 @@ JobRecord job_from_row(const Stmt& s) {
   j.array_max = static_cast<int>(s.i64(38));
   j.req_nodelist = s.text(39);
   j.exc_nodelist = s.text(40);
-  j.gid = s.i64(41);
-  j.umask = static_cast<int>(s.i64(42));
+  j.requeue = s.i64(41) != 0;
+  j.restarts = static_cast<int>(s.i64(42));
+  j.node_fail = s.text(43);
+  j.gid = s.i64(44);
+  j.umask = static_cast<int>(s.i64(45));
   return j;
 }
 
@@ -208,7 +232,10 @@ bool is_final_state(const std::string& s) {
   return s == kCompleted || s == kFailed || s == kCancelled || s == kTimeout || s == kNodeFail;
 }
 
-State::State(const std::string& path, bool create) : db_(path, create) { db_.migrate("core", kCoreMigrations); }
+State::State(const std::string& path, bool create) : db_(path, create) {
+  db_.migrate("core", kCoreMigrations);
+  db_.migrate("nodes", kNodeMigrations);
+}
 
 void State::register_nodes(const std::vector<std::pair<std::string, std::string>>& name_host) {
   db_.write_tx([&] {
@@ -222,8 +249,11 @@ void State::register_nodes(const std::vector<std::pair<std::string, std::string>
 
 std::vector<NodeRecord> State::nodes() {
   std::vector<NodeRecord> out;
-  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus FROM nodes ORDER BY id");
-  while (s.step()) out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5))});
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus, reason, reason_time, reason_uid "
+              "FROM nodes ORDER BY id");
+  while (s.step())
+    out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5)), s.text(6),
+                   s.opt_f64(7), s.opt_i64(8)});
   return out;
 }
 
@@ -293,8 +323,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,gid,umask) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,requeue,gid,umask) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -305,7 +335,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(14, j.stderr_path).bind(15, j.submit_time).bind(16, reason).bind(17, j.submit_dir).bind(18, j.env);
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
-    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, j.gid).bind(29, static_cast<int64_t>(j.umask & 0777));
+    s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, static_cast<int64_t>(j.requeue ? 1 : 0));
+    s.bind(29, j.gid).bind(30, static_cast<int64_t>(j.umask & 0777));
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;
@@ -379,6 +410,14 @@ bool State::finish_job(int64_t id, const std::string& final_state, std::optional
                        const std::string& reason, double now) {
   bool ok = false;
   db_.write_tx([&] {
+    {  // a job that lost a node (and was not cancelled meanwhile) ends as a node failure
+      Stmt nf(db_, "SELECT node_fail, requeue, cancel_requested FROM jobs WHERE id=? AND state='RUNNING'");
+      nf.bind(1, id);
+      if (nf.step() && !nf.text(0).empty() && nf.i64(2) == 0) {
+        ok = end_node_fail(id, nf.text(0), nf.i64(1) != 0, now);
+        return;
+      }
+    }
     Stmt up(db_, "UPDATE jobs SET state=?, exit_code=?, reason=?, end_time=? WHERE id=? AND state='RUNNING'");
     up.bind(1, final_state).bind(2, exit_code ? std::optional<int64_t>(*exit_code) : std::nullopt);
     up.bind(3, reason).bind(4, now).bind(5, id).run();
@@ -392,6 +431,90 @@ bool State::finish_job(int64_t id, const std::string& final_state, std::optional
     ok = true;
   });
   return ok;
+}
+
+bool State::end_node_fail(int64_t id, const std::string& lost, bool requeue, double now) {
+  std::string nl;
+  int64_t n = 0;
+  std::optional<double> start;
+  {
+    Stmt j(db_, "SELECT nodelist, num_nodes, start_time FROM jobs WHERE id=?");
+    j.bind(1, id);
+    if (!j.step()) return false;
+    nl = j.text(0), n = j.i64(1), start = j.opt_f64(2);
+  }
+  const std::string why = "NodeFail " + lost;
+  Stmt al(db_, "UPDATE allocations SET end_time=? WHERE job_id=? AND end_time IS NULL");
+  al.bind(1, now).bind(2, id).run();
+  Stmt fr(db_, "UPDATE nodes SET job_id=NULL WHERE job_id=?");
+  fr.bind(1, id).run();
+  if (requeue) {
+    Stmt at(db_, "INSERT INTO job_attempts(job_id,state,start_time,end_time,num_nodes,nodelist,reason) "
+                 "VALUES(?,'NODE_FAIL',?,?,?,?,?)");
+    at.bind(1, id).bind(2, start).bind(3, now).bind(4, n).bind(5, nl).bind(6, why).run();
+    Stmt up(db_, "UPDATE jobs SET state='PENDING', start_time=NULL, end_time=NULL, num_nodes=0, nodelist='', "
+                 "exit_code=NULL, reason='None', supervisor_pid=NULL, step_pgid=NULL, step_start=NULL, node_fail='', "
+                 "restarts=restarts+1 WHERE id=? AND state='RUNNING'");
+    up.bind(1, id).run();
+    event(now, id, "end", std::string(kNodeFail) + " " + why);
+    event(now, id, "requeue", lost);
+  } else {
+    Stmt up(db_, "UPDATE jobs SET state='NODE_FAIL', exit_code=NULL, reason=?, end_time=? WHERE id=? AND state='RUNNING'");
+    up.bind(1, why).bind(2, now).bind(3, id).run();
+    event(now, id, "end", std::string(kNodeFail) + " " + why);
+  }
+  return true;
+}
+
+bool State::mark_node_fail(int64_t id, const std::string& lost, double now) {
+  bool ok = false;
+  db_.write_tx([&] {
+    Stmt up(db_, "UPDATE jobs SET node_fail=? WHERE id=? AND state='RUNNING' AND node_fail=''");
+    up.bind(1, lost).bind(2, id).run();
+    if (db_.changes() == 0) return;
+    event(now, id, "node_fail", lost);
+    ok = true;
+  });
+  return ok;
+}
+
+std::vector<AttemptRecord> State::attempts() {
+  std::vector<AttemptRecord> out;
+  Stmt s(db_, "SELECT job_id, state, start_time, end_time, num_nodes, nodelist, reason FROM job_attempts ORDER BY id");
+  while (s.step())
+    out.push_back({s.i64(0), s.text(1), s.opt_f64(2), s.f64(3), static_cast<int>(s.i64(4)), s.text(5), s.text(6)});
+  return out;
+}
+
+std::vector<NodeUpdate> State::update_nodes(const std::vector<std::string>& names, const std::string& to,
+                                            const std::string& reason, int64_t uid, double now) {
+  if (to != "down" && to != "drain" && to != "resume")
+    throw DbError("invalid node state '" + to + "' (down, drain or resume)");
+  if (to != "resume" && reason.empty())
+    throw DbError("state=" + to + " needs a reason (reason=\"...\")");
+  std::vector<NodeUpdate> out;
+  db_.write_tx([&] {
+    Stmt get(db_, "SELECT state FROM nodes WHERE name=?");
+    Stmt up(db_, "UPDATE nodes SET state=?, reason=?, reason_time=?, reason_uid=? WHERE name=?");
+    for (auto& name : names) {
+      get.bind(1, name);
+      if (!get.step()) throw DbError("no node named '" + name + "'");
+      std::string from = get.text(0);
+      get.reset();
+      std::string next = to == "resume" ? "up" : to;
+      if (to == "resume" && from == "up") throw DbError("node " + name + " is neither drained nor down: nothing to resume");
+      // DOWN is not weakened to DRAIN (a lost node stays down until resumed)
+      if (to == "drain" && from == "down") throw DbError("node " + name + " is down: resume it first");
+      up.bind(1, next).bind(2, to == "resume" ? std::string() : reason).bind(3, now);
+      if (to == "resume") up.bind_null(4);
+      else up.bind(4, uid);
+      up.bind(5, name).run();
+      up.reset();
+      event(now, 0, "node", name + " " + from + "->" + next + (reason.empty() ? "" : " " + reason));
+      out.push_back({name, from, next});
+    }
+  });
+  return out;
 }
 
 bool State::cancel_pending(int64_t id, double now) {

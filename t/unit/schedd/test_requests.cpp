@@ -186,10 +186,10 @@ TEST_CASE("cancel: another user's job is refused and stays pending") {
 TEST_CASE("admin requests: update_node and corridor_set are the owner's or root's") {
   Cluster c;
   auto ctx = c.ctx(1000);
-  auto r = handle_request(ctx, Peer{1001, 1001, 1}, json{{"op", "update_node"}, {"nodes", json::array()}, {"cpus", 4}});
+  auto r = handle_request(ctx, Peer{1001, 1001, 1}, json{{"op", "node_cpus"}, {"nodes", json::array()}, {"cpus", 4}});
   CHECK(r->value("rc", 0) == 1);
   CHECK(c.st->node_cpus() == 1);
-  r = handle_request(ctx, Peer{1000, 1000, 1}, json{{"op", "update_node"}, {"nodes", json::array()}, {"cpus", 4}});
+  r = handle_request(ctx, Peer{1000, 1000, 1}, json{{"op", "node_cpus"}, {"nodes", json::array()}, {"cpus", 4}});
   CHECK(r->value("rc", 1) == 0);
   CHECK(c.st->node_cpus() == 4);
   r = handle_request(ctx, Peer{1001, 1001, 1}, json{{"op", "corridor_set"}, {"lower", 100}, {"upper", 900}, {"force", true}});

@@ -23,6 +23,11 @@ struct Config {
   double resize_backoff = 120;         ///< seconds without orders for a job after a rollback
   double resize_restart_timeout = 600; ///< seconds a restart-based resize may take after adapt-begin
   bool resize_shrink_by_count = false; ///< policy shrinks name a count; the job chooses its nodes ([Finnerty24] preShrink)
+  /// nodes: liveness of the nodes' agents (mjnoded(8)), as Slurm's SlurmdTimeout.
+  /// A node whose agent disconnects is DOWN at once; one whose agent sends
+  /// nothing for node_timeout seconds is DOWN ("Not responding"). 0: not watched.
+  double node_timeout = 0;
+  double node_heartbeat = 0.5;  ///< seconds between an agent's heartbeats
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

@@ -34,6 +34,7 @@ struct JobSpec {
   std::optional<bool> export_env;  ///< --export=ALL (true, the default) | NONE
   std::optional<std::string> wrap; ///< --wrap: the job is this command (command line only)
   bool hold = false;               ///< --hold: submitted held (mjcontrol release)
+  std::optional<bool> requeue;     ///< --requeue (true) / --no-requeue; unset: requeued (JobRequeue=1)
   std::optional<double> begin;     ///< --begin: earliest start, seconds since the epoch
   std::optional<std::string> dependency;  ///< --dependency, normalized (see parse_dependency)
   std::optional<std::string> nodelist;    ///< -w/--nodelist: nodes the job must get (compressed node list)

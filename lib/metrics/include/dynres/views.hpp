@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dynres/metrics.hpp"
 #include "dynres/state.hpp"
 
@@ -33,6 +35,16 @@ std::string render_table(const std::vector<JobRecord>& jobs, const std::string& 
 
 /// key=value detail of one job, like `scontrol show job`.
 std::string render_detail(const JobRecord& j, double now);
+
+/// sinfo's node state of n: idle, allocated, draining (drained, a job still
+/// on it), drained, down.
+std::string node_state_name(const NodeRecord& n);
+/// Nodes like `sinfo -N -l`: NODELIST STATE CPUS JOBID TIMESTAMP USER REASON
+/// (TIMESTAMP and USER: when and by whom a node was set down or drained).
+std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header = true);
+/// {"nodes":[{"name","state","base_state","cpus","job_id","reason",
+/// "reason_time" (seconds since the epoch),"reason_uid","host"}...]}.
+nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes);
 
 /// Metrics as an aligned two-column table with units.
 std::string render_metrics(const Metrics& m, int nodes);

@@ -132,6 +132,10 @@ struct Node {
   std::string name;
   bool up = true;       ///< false: down or drained, never allocated
   int64_t job = 0;      ///< job holding it, 0 when idle
+  /// Down (lost: crashed, not responding, or set down), not merely drained;
+  /// only meaningful when !up. react_to_nodes() reads it; the policies never
+  /// hand out a node that is not up either way.
+  bool lost = false;
 };
 
 /// Everything a policy may look at. `waiting` is in priority order (FCFS:

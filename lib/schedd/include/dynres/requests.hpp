@@ -74,7 +74,7 @@ struct Ctx {
   bool wake = false;  ///< set by a handler when the scheduler should run a pass soon
 };
 
-/// Run a client request (ops: submit, cancel, hold, release, update_node,
+/// Run a client request (ops: submit, cancel, hold, release, node_cpus,
 /// corridor_set). nullopt for an op that is not one of these (the daemon's
 /// own: ping, wake, mj_hello, resize). Never throws: bad input becomes a
 /// reply with rc != 0 and a message in "err", or {"error": ...}.

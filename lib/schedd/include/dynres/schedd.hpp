@@ -24,6 +24,7 @@ namespace dynres::schedd {
 class ResizeServer;
 class PowerView;
 class RateLimitedLog;
+class NodeWatch;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -82,6 +83,8 @@ struct Daemon {
   std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples [John24 Ch. 5]
   bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
+  std::unique_ptr<NodeWatch> nodes_;     ///< node agents' liveness (mjnoded)
+  std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
   State& state();
   ResizeServer& resizer();
   /// The request dispatcher: the first frame m of a connection from peer
@@ -93,6 +96,20 @@ struct Daemon {
   /// Refused connections and messages, at most a few lines per peer per 10 s.
   std::unique_ptr<RateLimitedLog> refused_;
   void refused_log_(const std::string& key, const std::string& msg, double now);
+  NodeWatch& node_watch();
+  /// Node failures and drains, before the pass's reconcile: lost nodes set
+  /// DOWN, then sched::react_to_nodes(): malleable jobs shrunk away from
+  /// DOWN/DRAIN nodes, other jobs on DOWN nodes marked node-failed and
+  /// stopped (their end is recorded as a requeue or NODE_FAIL).
+  void react_to_nodes();
+  /// serve_request's node ops: node_hello (an agent; kept open) and
+  /// update_node (mjcontrol update node ... state=). Returns true when fd was
+  /// handed over; *handled tells whether op was one of them.
+  bool serve_node_request(int fd, const std::string& op, const proto::json& m, bool& wake, bool* handled);
+  /// A one-shot request on the scheduler socket from peer uid (after the
+  /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
+  /// connection was handed over (a job's mj_hello) and must stay open.
+  bool serve_request(int fd, const proto::json& m, bool& wake);
 };
 
 }  // namespace dynres::schedd

@@ -36,6 +36,24 @@ struct NodeRecord {
   std::string state;  ///< "up" | "down" | "drain"
   int64_t job_id = 0; ///< job holding the node, 0 when idle
   int cpus = 1;       ///< CPUs of the node (vcluster-boot --cpus-per-node)
+  std::string reason;                ///< why it is down or drained ('' when up)
+  std::optional<double> reason_time; ///< when its state last changed (seconds since the epoch)
+  std::optional<int64_t> reason_uid; ///< who set it (uid; mjsched's own uid for a detected failure)
+};
+
+/// One result of State::update_nodes.
+struct NodeUpdate {
+  std::string name, from, to;  ///< states "up" | "down" | "drain"
+};
+
+/// An ended attempt of a requeued job (its node failure), as sacct --duplicates.
+struct AttemptRecord {
+  int64_t job_id = 0;
+  std::string state;  ///< NODE_FAIL
+  std::optional<double> start_time;
+  double end_time = 0;
+  int num_nodes = 0;
+  std::string nodelist, reason;
 };
 
 struct JobRecord {
@@ -76,6 +94,9 @@ struct JobRecord {
   std::string exc_nodelist;             ///< sbatch -x: nodes the job must not get (node list); "" = none
   int64_t gid = -1;                     ///< submitter's primary group (from SO_PEERCRED); -1 = unknown
   int umask = 022;                      ///< submitter's umask: job output files are created with it
+  bool requeue = true;                  ///< sbatch --requeue (default, Slurm's JobRequeue=1) / --no-requeue
+  int restarts = 0;                     ///< times requeued after a node failure
+  std::string node_fail;                ///< nodes a RUNNING job lost (node list); "" = none
 };
 
 /// squeue's job id: "A_T" for an array task, else the id.
@@ -158,7 +179,26 @@ class State {
 
   std::vector<AllocationRecord> allocations();
 
+  // ---- node health [Slurm scontrol update NodeName= State=] ---------------
+  /// Set the named nodes to "down" or "drain" (a reason is required) or
+  /// "resume" them (back to "up"), in one transaction, each with a "node"
+  /// event. Refused (DbError, nothing changed): an unknown node, an unknown
+  /// state, a missing reason, resume of an up node, drain of a down node.
+  /// Running jobs are not touched here: mjsched reacts to the new states.
+  std::vector<NodeUpdate> update_nodes(const std::vector<std::string>& names, const std::string& state,
+                                       const std::string& reason, int64_t uid, double now);
+  /// Record that RUNNING job id lost nodes `lost` (node list): from now on its
+  /// end, whatever its step reports, is recorded as a node failure (unless
+  /// it was cancelled). Returns false when not running or already marked.
+  bool mark_node_fail(int64_t id, const std::string& lost, double now);
+  /// Ended attempts of requeued jobs, oldest first.
+  std::vector<AttemptRecord> attempts();
+
  private:
+  /// Inside a write transaction: end RUNNING job id after the loss of `lost`:
+  /// requeued (PENDING again, the attempt kept in job_attempts, restarts+1)
+  /// or NODE_FAIL; its allocation is closed and its nodes freed.
+  bool end_node_fail(int64_t id, const std::string& lost, bool requeue, double now);
   int64_t insert_job(const JobRecord& j, std::optional<int64_t> array_job, std::optional<int> task);
   Db db_;
 };

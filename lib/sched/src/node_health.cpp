@@ -1,0 +1,46 @@
+#include "dynres/node_health.hpp"
+
+#include <algorithm>
+
+namespace dynres::sched {
+
+NodeReaction react_to_nodes(const Snapshot& snap) {
+  NodeReaction out;
+  for (const auto& r : snap.running) {
+    if (r.nodes.empty()) continue;
+    std::vector<int> lost, drained, healthy;
+    for (int i : r.nodes) {
+      if (i < 0 || i >= static_cast<int>(snap.nodes.size())) continue;
+      const Node& n = snap.nodes[i];
+      (n.up ? healthy : n.lost ? lost : drained).push_back(i);
+    }
+    if (lost.empty() && drained.empty()) continue;
+    std::sort(lost.begin(), lost.end());
+    std::sort(healthy.begin(), healthy.end());
+    const int first = *std::min_element(r.nodes.begin(), r.nodes.end());
+    // nodes to give back: all lost ones, and drained ones
+    std::vector<int> away = lost;
+    away.insert(away.end(), drained.begin(), drained.end());
+    std::sort(away.begin(), away.end());
+    const bool keeps_first = !std::binary_search(away.begin(), away.end(), first);
+    const bool can_order = r.kind == JobKind::malleable && r.accepting;
+    const int left = static_cast<int>(healthy.size());
+    const int target = largest_admissible(r.constraint, std::max(1, r.min_nodes), left);
+    // an order outstanding (the job may not accept another meanwhile): it settles first
+    if (r.kind == JobKind::malleable && r.adapting && keeps_first && target > 0) continue;
+    if (can_order && keeps_first && target > 0) {
+      Resize s{r.id, away};
+      // a node constraint may need a smaller size: give back the highest
+      // healthy nodes, never the first
+      for (int k = left - 1, extra = left - target; k >= 0 && extra > 0; --k)
+        if (healthy[k] != first) s.nodes.push_back(healthy[k]), --extra;
+      std::sort(s.nodes.begin(), s.nodes.end());
+      out.shrinks.push_back(std::move(s));
+      continue;
+    }
+    if (!lost.empty()) out.failures.push_back({r.id, lost});
+  }
+  return out;
+}
+
+}  // namespace dynres::sched
