@@ -7,6 +7,7 @@
 
 #include "dynres/config.hpp"
 #include "dynres/jobspec.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/schedd.hpp"
 #include "dynres/paths.hpp"
 
@@ -75,39 +76,53 @@ int main(int argc, char** argv) {
     req.home = dynres::cluster_home(home);
     char cwd[4096];
     req.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
-    dynres::SubmitNotes notes;
-    auto print_warnings = [&] {
-      for (auto& w : notes.warnings) std::cerr << "mjsub: warning: " << w << "\n";
-    };
+    dynres::gather_submission(req);  // script, environment, umask: what only the submitter can read
+    namespace sd = dynres::schedd;
+    nlohmann::json r = {{"op", "submit"},
+                        {"script", sd::encode_bytes(req.script_text)},
+                        {"script_path", sd::encode_bytes(req.script_path)},
+                        {"default_name", sd::encode_bytes(req.default_name)},
+                        {"cwd", sd::encode_bytes(req.cwd)},
+                        {"umask", req.umask},
+                        {"test_only", test_only}};
+    auto opts = nlohmann::json::array(), env = nlohmann::json::array(), args = nlohmann::json::array();
+    for (auto& [n, v] : req.options) opts.push_back({n, sd::encode_bytes(v)});
+    for (auto& e : req.environment) env.push_back(sd::encode_bytes(e));
+    for (auto& a : req.args) args.push_back(sd::encode_bytes(a));
+    r["options"] = opts;
+    r["environment"] = env;
+    r["args"] = args;
+    auto reply = sd::call_scheduler(req.home, r);
+    if (reply.contains("error") || !reply.value("err", std::string()).empty() || reply.value("rc", 1) != 0)
+      return sd::print_reply("mjsub", reply);
+    // sbatch's warnings (options without effect here, Slurm's adjustments), unless -Q
+    if (reply.contains("warnings") && reply["warnings"].is_array())
+      for (auto& w : reply["warnings"])
+        if (w.is_string()) std::cerr << "mjsub: warning: " << w.get<std::string>() << "\n";
     if (test_only) {
-      dynres::State st(dynres::state_path(req.home));
-      auto j = dynres::prepare_job(req, st, nullptr, &notes);
-      print_warnings();
-      auto cfg = dynres::load_config(dynres::config_path(req.home));
-      auto at = dynres::schedd::test_only_start(st, j, cfg.policy);
-      if (!at) {
+      if (!reply.contains("start") || !reply["start"].is_number()) {
         std::cout << "mjsub: Job could not start with the current queue (held, or waiting for a dependency)"
                   << "; not submitted\n";
         return 0;
       }
-      time_t t = static_cast<time_t>(*at);
+      time_t t = static_cast<time_t>(reply["start"].get<double>());
       char b[32];
       std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
-      std::cout << "mjsub: Job to start at " << b << " using " << j.req_nodes << " node(s) (policy "
-                << dynres::sched::to_string(cfg.policy.policy) << "); not submitted\n";
+      std::cout << "mjsub: Job to start at " << b << " using " << reply.value("nodes", 0) << " node(s) (policy "
+                << reply.value("policy", std::string("?")) << "); not submitted\n";
       return 0;
     }
-    auto job = dynres::submit_job(req, &notes);
-    print_warnings();
-    if (json)
-      std::cout << dynres::job_to_json(job).dump(2) << "\n";
+    const auto& job = reply["job"];
+    const int64_t id = job.value("job_id", int64_t{0});
+    if (json)  // names and paths may hold any bytes: replaced, never an error after the job is recorded
+      std::cout << job.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else if (parsable)
-      std::cout << job.id << "\n";
+      std::cout << id << "\n";
     else
-      std::cout << "Submitted batch job " << job.id << "\n";
-    if (wait || notes.wait) {  // sbatch -W (command line, #SBATCH or SBATCH_WAIT): the job's exit code
+      std::cout << "Submitted batch job " << id << "\n";
+    if (wait || reply.value("wait", false)) {  // sbatch -W (command line, #SBATCH or SBATCH_WAIT): the job's exit code
       std::cout << std::flush;
-      return dynres::wait_for_job(req.home, job.id);
+      return dynres::wait_for_job(req.home, id);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
+#include <type_traits>
 #include <set>
 
 namespace dynres {
@@ -22,11 +24,18 @@ void check_keys(const YAML::Node& n, const std::string& section, const std::set<
 template <class T>
 T get(const YAML::Node& n, const char* key, T def, const std::string& where, const std::string& path) {
   if (!n || !n.IsMap() || !n[key]) return def;
+  T v;
   try {
-    return n[key].as<T>();
+    v = n[key].as<T>();
   } catch (const YAML::Exception&) {
     throw ConfigError(path + ": bad value for '" + where + "." + key + "'");
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    // .nan, .inf and 1e400 parse as doubles; no setting here means them
+    if (!std::isfinite(v))
+      throw ConfigError(path + ": '" + where + "." + key + "' must be a finite number, not " + n[key].as<std::string>());
+  }
+  return v;
 }
 
 /// scheduler.malleable: parameters of the malleable policies (dynres.yaml(5)).
@@ -136,11 +145,12 @@ Config load_config(const std::string& path) {
   load_power(s ? s["power"] : YAML::Node(), c.policy, path);
   load_icheck(s ? s["icheck"] : YAML::Node(), c, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
-  if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
+  if (!(c.tick > 0 && c.tick <= 3600)) throw ConfigError(path + ": scheduler.tick must be in (0, 3600] seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);
-  if (!(c.policy.default_time_limit > 0)) throw ConfigError(path + ": scheduler.default_time_limit must be > 0");
+  if (!(c.policy.default_time_limit > 0 && c.policy.default_time_limit <= 1e9))
+    throw ConfigError(path + ": scheduler.default_time_limit must be in (0, 1e9] seconds");
   c.kill_wait = get<double>(s, "kill_wait", c.kill_wait, "scheduler", path);
-  if (c.kill_wait < 0) throw ConfigError(path + ": scheduler.kill_wait must be >= 0");
+  if (!(c.kill_wait >= 0 && c.kill_wait <= 86400)) throw ConfigError(path + ": scheduler.kill_wait must be in [0, 86400] seconds");
   auto rz = s ? s["resize"] : YAML::Node();
   check_keys(rz, "scheduler.resize", {"timeout", "backoff", "restart_timeout", "shrink_by_count"}, path);
   const std::string rw = "scheduler.resize";

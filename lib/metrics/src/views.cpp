@@ -27,7 +27,17 @@ std::string elapsed(const JobRecord& j, double now) {
   return format_duration(static_cast<int64_t>(std::max(0.0, e)));
 }
 
+/// A row holds one job: control characters (a newline in a job name or
+/// reason) are shown as '?', as squeue does for unprintable bytes.
+std::string cell_raw(const JobRecord& j, const std::string& c, double now);
 std::string cell(const JobRecord& j, const std::string& c, double now) {
+  std::string v = cell_raw(j, c, now);
+  for (auto& ch : v)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return v;
+}
+
+std::string cell_raw(const JobRecord& j, const std::string& c, double now) {
   if (c == "jobid") return display_id(j);
   if (c == "arrayjobid") return std::to_string(j.array_job_id.value_or(j.id));
   if (c == "arraytaskid") return j.array_task_id ? std::to_string(*j.array_task_id) : "N/A";

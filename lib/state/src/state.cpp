@@ -101,6 +101,10 @@ CREATE TABLE events(
     "ALTER TABLE jobs ADD COLUMN mem_per_node INTEGER NOT NULL DEFAULT -1;"
     "ALTER TABLE jobs ADD COLUMN mem_per_cpu INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN gpus_per_node INTEGER NOT NULL DEFAULT 0",
+    // 13: the submitter's primary group (the job runs with it when mjsched runs as root; -1 = the
+    // daemon's) and umask (job output files are created with it, as Slurm)
+    "ALTER TABLE jobs ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18 CHECK(umask BETWEEN 0 AND 511)",
 };
 
 // Schema of module "nodes": node health (reason, since, who) and what a job
@@ -174,7 +178,7 @@ const char* const kJobColumns =
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
     "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,"
-    "requeue,restarts,node_fail,mem_per_node,mem_per_cpu,gpus_per_node";
+    "requeue,restarts,node_fail,mem_per_node,mem_per_cpu,gpus_per_node,gid,umask";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -225,6 +229,8 @@ JobRecord job_from_row(const Stmt& s) {
   j.mem_per_node = s.i64(44);
   j.mem_per_cpu = s.i64(45);
   j.gpus_per_node = static_cast<int>(s.i64(46));
+  j.gid = s.i64(47);
+  j.umask = static_cast<int>(s.i64(48));
   return j;
 }
 
@@ -347,8 +353,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
            "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,requeue,"
-           "mem_per_node,mem_per_cpu,gpus_per_node) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "mem_per_node,mem_per_cpu,gpus_per_node,gid,umask) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -361,6 +367,7 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
     s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, static_cast<int64_t>(j.requeue ? 1 : 0));
     s.bind(29, j.mem_per_node).bind(30, j.mem_per_cpu).bind(31, j.gpus_per_node);
+    s.bind(32, j.gid).bind(33, static_cast<int64_t>(j.umask & 0777));
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;

@@ -222,7 +222,29 @@ struct SubmitRequest {
   std::vector<std::pair<std::string, std::string>> options;  ///< command line, applied after directives
   std::string cwd;          ///< submitter's working directory
   std::vector<std::string> args;  ///< arguments of the script (after its name)
+  // What the submitting process read (gather_submission), so that the
+  // scheduler daemon can check and record the job without reading the
+  // submitter's files or environment:
+  bool gathered = false;                 ///< the fields below are filled
+  std::string script_text;               ///< the script (or "#!/bin/sh\n" + --wrap command)
+  std::string default_name;              ///< job name when none is given (script basename, "wrap", "sbatch")
+  std::vector<std::string> environment;  ///< the submitter's environment, "NAME=value" strings
+  int umask = 022;                       ///< the submitter's umask (job output files)
 };
+
+/// Largest job script accepted, in bytes (4 MiB, Slurm's default
+/// max_script_size): a larger script is refused before it is read whole.
+constexpr size_t kMaxScriptBytes = size_t{4} << 20;
+/// Largest submitter environment recorded with a job (bytes of "NAME=value"
+/// text, and number of variables).
+constexpr size_t kMaxEnvironmentBytes = size_t{1} << 20;
+constexpr size_t kMaxEnvironmentVars = 8192;
+
+/// The submitter's side of mjsub: read the job script (file, standard input,
+/// or --wrap), the process environment and umask into req (gathered = true).
+/// Throws SpecError for a missing, unreadable, empty, binary or oversized
+/// (> kMaxScriptBytes) script, or an environment over the limits above.
+void gather_submission(SubmitRequest& req);
 
 /// sbatch's input environment variables that mjsub honours, as options:
 /// SBATCH_JOB_NAME (-J), SBATCH_TIMELIMIT (-t), SBATCH_OUTPUT (-o),
@@ -257,8 +279,11 @@ struct SubmitNotes {
 
 JobRecord submit_job(const SubmitRequest& req, SubmitNotes* notes = nullptr);
 
-/// Everything submit_job does before recording: read and check the script
-/// and options against the cluster in st. Nothing is written.
+/// Everything submit_job does before recording: check the gathered script,
+/// environment and options (gather_submission is called first when
+/// req.gathered is false) against the cluster in st. Nothing is written.
+/// The job's uid is the calling process's; the scheduler daemon replaces it
+/// (and gid) by the peer's SO_PEERCRED identity.
 /// array_tasks (when given) receives the --array indices and array_max.
 JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks = nullptr,
                       SubmitNotes* notes = nullptr);
@@ -266,12 +291,5 @@ JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* arr
 /// The JSON form of a job used by mjsub --json and mjstat --json.
 nlohmann::json job_to_json(const JobRecord& j);
 
-/// Outcome of hold_job.
-enum class HoldResult { done, not_pending, not_found, not_owner };
-
-/// mjcontrol hold/release: hold (or release) a PENDING job as user uid (root
-/// may act on any job; another user's job is refused and left unchanged).
-/// A release wakes the scheduler.
-HoldResult hold_job(State& st, const std::string& home, int64_t id, int64_t uid, bool hold);
 
 }  // namespace dynres

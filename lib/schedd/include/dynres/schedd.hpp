@@ -7,6 +7,7 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "dynres/config.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/sched.hpp"
 #include "dynres/state.hpp"
 
@@ -21,6 +23,7 @@ namespace dynres::schedd {
 
 class ResizeServer;
 class PowerView;
+class RateLimitedLog;
 class NodeWatch;
 class IcheckServer;
 
@@ -86,6 +89,15 @@ struct Daemon {
   std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
   State& state();
   ResizeServer& resizer();
+  /// The request dispatcher: the first frame m of a connection from peer
+  /// (SO_PEERCRED): the daemon's own ops (ping, wake, a job's mj_hello,
+  /// mjcontrol's resize) here, the tools' requests through handle_request
+  /// (dynres/requests.hpp). Returns true when the connection was handed over
+  /// (a job's mj_hello) and must stay open.
+  bool serve_request(int fd, const Peer& peer, const proto::json& m, bool& wake);
+  /// Refused connections and messages, at most a few lines per peer per 10 s.
+  std::unique_ptr<RateLimitedLog> refused_;
+  void refused_log_(const std::string& key, const std::string& msg, double now);
   NodeWatch& node_watch();
   /// Node failures and drains, before the pass's reconcile: lost nodes set
   /// DOWN, then sched::react_to_nodes(): malleable jobs shrunk away from

@@ -94,6 +94,8 @@ struct JobRecord {
   int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
   std::string req_nodelist;             ///< sbatch -w: nodes the job must get (node list); "" = none
   std::string exc_nodelist;             ///< sbatch -x: nodes the job must not get (node list); "" = none
+  int64_t gid = -1;                     ///< submitter's primary group (from SO_PEERCRED); -1 = unknown
+  int umask = 022;                      ///< submitter's umask: job output files are created with it
   bool requeue = true;                  ///< sbatch --requeue (default, Slurm's JobRequeue=1) / --no-requeue
   int restarts = 0;                     ///< times requeued after a node failure
   std::string node_fail;                ///< nodes a RUNNING job lost (node list); "" = none
