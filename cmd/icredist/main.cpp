@@ -42,6 +42,12 @@ std::uint64_t num(const std::string& s, const std::string& what) {
     throw ir::Error(what + ": '" + s + "' is not a non-negative integer");
   return std::stoull(s);
 }
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, sep);) out.push_back(part);
+  return out;
+}
 std::pair<std::string, std::string> split_eq(const std::string& s, const char* opt) {
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0) throw ir::Error(std::string(opt) + " wants LABEL=..., got '" + s + "'");
@@ -172,9 +178,7 @@ int main(int argc, char** argv) {
       for (auto& s : layouts) {
         auto [l, spec] = split_eq(s, "--layout");
         auto& p = pre[l];
-        std::stringstream ss(spec);
-        std::string part;
-        while (std::getline(ss, part, ',')) {
+        for (auto& part : split(spec, ',')) {
           auto c = part.find(':');
           if (c == std::string::npos) throw ir::Error("--layout " + l + ": part '" + part + "' is not OFFSET:COUNT");
           p.offsets.push_back(num(part.substr(0, c), "--layout " + l));
@@ -184,9 +188,7 @@ int main(int argc, char** argv) {
       for (auto& s : grids) {
         auto [l, spec] = split_eq(s, "--grid");
         auto& p = pre[l];
-        std::stringstream ss(spec);
-        std::string part;
-        while (std::getline(ss, part, 'x')) {
+        for (auto& part : split(spec, 'x')) {
           std::uint64_t d = num(part, "--grid " + l);
           if (d < 1 || d > (1u << 20)) throw ir::Error("--grid " + l + ": dimension " + part + " outside 1..2^20");
           p.dims.push_back(int(d));

@@ -126,6 +126,18 @@ std::vector<T> as(const std::vector<std::byte>& b) {
   return out;
 }
 
+/// A store with version 1 of `app` committed by N ranks as `s` says.
+struct Ckpt {
+  dynres::test::TempDir t{"icredist"};
+  ck::Store st;
+  Ckpt(const std::string& app, int N, const Spec& s) : st(t.path, app) { write_ckpt(t.path, app, 1, N, s); }
+};
+Spec with(bool Spec::*flag) {
+  Spec s;
+  s.*flag = true;
+  return s;
+}
+
 ck::Options small_chunks(bool compress) {
   ck::Options o;
   o.chunk_size = 4096;  // several checksummed chunks per region
@@ -224,21 +236,14 @@ TEST_CASE("icredist: PREDEFINED explicit needs its new layout; MANUAL refused", 
     }
   REQUIRE(seen);
 
-  dynres::test::TempDir t2("icredist");
-  ck::Store st2(t2.path, "man");
-  Spec sm;
-  sm.manual = true;
-  write_ckpt(t2.path, "man", 1, 2, sm);
-  REQUIRE_THROWS_WITH(ir::redistribute(st2, 1, 3), Catch::Contains("'man' is MANUAL"));
-  REQUIRE(st2.list_versions() == std::vector<std::uint64_t>{1});
+  Ckpt man("man", 2, with(&Spec::manual));
+  REQUIRE_THROWS_WITH(ir::redistribute(man.st, 1, 3), Catch::Contains("'man' is MANUAL"));
+  REQUIRE(man.st.list_versions() == std::vector<std::uint64_t>{1});
 }
 
 TEST_CASE("icredist: rank-private data kept on a shrink, growing refused", "[icredist]") {
-  dynres::test::TempDir t("icredist");
-  ck::Store st(t.path, "app");
-  Spec s;
-  s.plain = true;
-  write_ckpt(t.path, "app", 1, 4, s);
+  Ckpt c("app", 4, with(&Spec::plain));
+  const ck::Store& st = c.st;
   REQUIRE_THROWS_WITH(ir::redistribute(st, 1, 5), Catch::Contains("'mine' is rank-private"));
   REQUIRE(st.list_versions() == std::vector<std::uint64_t>{1});
   ir::redistribute(st, 1, 2);
