@@ -57,8 +57,10 @@ int main(int argc, char** argv) {
         auto eq = kv.find('=');
         std::string key = kv.substr(0, eq);
         for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (eq == std::string::npos || (key != "cpus" && key != "state" && key != "reason"))
-          throw std::invalid_argument("update node: unknown setting '" + kv + "' (cpus=N, state=down|drain|resume, reason=TEXT)");
+        if (eq == std::string::npos ||
+            (key != "cpus" && key != "state" && key != "reason" && key != "realmemory" && key != "gres"))
+          throw std::invalid_argument("update node: unknown setting '" + kv +
+                                      "' (cpus=N, state=down|drain|resume, reason=TEXT, realmemory=MB, gres=gpu:N)");
         if (set.count(key)) throw std::invalid_argument("update node: " + key + "= given twice");
         set[key] = kv.substr(eq + 1);
       }
@@ -105,6 +107,26 @@ int main(int argc, char** argv) {
     }
     if (update->parsed()) {
       if (set.count("reason")) throw std::invalid_argument("update node: reason= goes with state=");
+      if (set.count("realmemory") || set.count("gres")) {  // as slurm.conf's RealMemory (MB) and Gres=gpu:N
+        if (set.size() > 1) throw std::invalid_argument("update node: realmemory= and gres= go in separate commands");
+        const std::string key = set.begin()->first, val = set.begin()->second;
+        std::string num = val;
+        if (key == "gres") {
+          if (val.rfind("gpu:", 0) != 0 && val != "none")
+            throw std::invalid_argument("update node: invalid gres '" + val + "' (gpu:N or none)");
+          num = val == "none" ? "0" : val.substr(4);
+        }
+        if (num.empty() || num.size() > 12 || num.find_first_not_of("0123456789") != std::string::npos)
+          throw std::invalid_argument("update node: invalid " + key + " '" + val + "' (a whole number >= 0)");
+        struct stat sb {};
+        if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
+          throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
+        std::vector<std::string> names;
+        if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
+        int n = st.set_node_resource(names, key == "gres" ? "gpus" : "mem_mb", std::stoll(num));
+        std::cout << "mjcontrol: " << n << " node(s) now have " << key << "=" << val << "\n";
+        return 0;
+      }
       std::string val = set["cpus"];
       if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
         throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");

@@ -95,7 +95,10 @@ int main(int argc, char** argv) {
     if (!gantt.empty()) {
       std::vector<std::string> order;
       for (auto& n : st.nodes()) order.push_back(n.name);
-      dynres::write_gantt_png(gantt, st.allocations(), order, "dynres Gantt chart: " + home);
+      auto allocs = st.allocations();
+      auto lent = dynres::icheck_allocations(st, dynres::now_seconds());  // iCheck's own colour
+      allocs.insert(allocs.end(), lent.begin(), lent.end());
+      dynres::write_gantt_png(gantt, allocs, order, "dynres Gantt chart: " + home);
       std::cerr << "mjstat: wrote " << gantt << "\n";
       if (!metrics && !summary) return 0;
     }

@@ -12,52 +12,77 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Submit a job script to the dynres scheduler. Directives come from #SBATCH and #MJ lines "
-               "of the script and from these options (options win).",
+               "of the script and from these options (options win). Every option of sbatch(1) is known: "
+               "see mjsub(1) for what dynres does with each.",
                "mjsub"};
   dynres::SubmitRequest req;
   std::string home;
-  bool parsable = false, json = false, wait = false, test_only = false;
+  bool json = false;
+  // The job options (the table of lib/jobspec, getopt_long rules: unique
+  // prefixes, -Xvalue, bundled flags) are parsed by dynres::parse_job_args,
+  // the same table the #SBATCH directives use; CLI11 parses mjsub's own
+  // options and lists the table in --help.
+  app.set_help_flag();  // -h/--help are in the table
   for (auto& o : dynres::job_options()) {
     std::string names;
     for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
-    std::string canon = o.names.back();
-    if (canon == "--wait") {  // handled here, not a job field
-      app.add_flag(names, wait, o.help);
-      continue;
-    }
-    if (o.takes_value)
-      app.add_option_function<std::string>(names, [&req, canon](const std::string& v) { req.options.push_back({canon, v}); },
-                                           o.help)
-          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    else
-      app.add_flag_callback(names, [&req, canon] { req.options.push_back({canon, ""}); }, o.help);
-  }
-  for (auto& o : dynres::ignored_sbatch_options()) {
-    std::string names;
-    for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
+    const char* group = o.how == dynres::Treatment::warned    ? "sbatch options without effect here (warning)"
+                        : o.how == dynres::Treatment::refused ? "sbatch options refused on this cluster"
+                                                              : "Job options";
     auto* opt = o.takes_value ? app.add_option(names, o.help) : app.add_flag(names, o.help);
-    opt->group("sbatch compatibility (no effect)");
+    opt->group(group);
   }
-  app.add_flag("--parsable", parsable, "print only the job id");
-  app.add_flag("--test-only", test_only,
-               "do not submit: check the job and print when it would start (the policy replayed on time limits)");
   app.add_flag("--json", json, "print the created job as JSON");
   app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
   app.add_option("script", req.script_path, "job script (default or '-': standard input); arguments after it go to the script");
   // Everything after the script name is the script's (sbatch): find it,
-  // skipping options and their values, and give CLI11 only what precedes.
+  // skipping options and their values.
   int script_at = dynres::script_position(argc, argv, {"--home"});
   if (script_at > 0)
     for (int k = script_at + 1; k < argc; ++k) req.args.push_back(argv[k]);
-  CLI11_PARSE(app, script_at > 0 ? script_at + 1 : argc, argv);
+  std::vector<std::string> words, rest;
+  for (int k = 1; k < (script_at > 0 ? script_at : argc); ++k) words.push_back(argv[k]);
+  bool parsable = false, test_only = false, wait = false;
+  try {
+    req.options = dynres::parse_job_args(words, {{"--home", true}, {"--json", false}}, rest);
+  } catch (const dynres::SpecError& e) {
+    std::cerr << "mjsub: error: " << e.what() << "\nTry \"mjsub --help\" for more information\n";
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::string>> job_opts;
+  for (auto& [name, value] : req.options) {
+    if (name == "--help" || name == "--usage") {
+      std::cout << app.help();
+      return 0;
+    }
+    if (name == "--version") {
+      std::cout << "mjsub (dynres), sbatch 22.05 options\n";
+      return 0;
+    }
+    if (name == "--parsable") parsable = true;
+    else if (name == "--test-only") test_only = true;
+    else job_opts.push_back({name, value});
+  }
+  req.options = job_opts;
+  std::vector<std::string> cli_args{argv[0]};
+  cli_args.insert(cli_args.end(), rest.begin(), rest.end());
+  if (script_at > 0) cli_args.push_back(argv[script_at]);
+  std::vector<char*> cargv;
+  for (auto& a : cli_args) cargv.push_back(a.data());
+  CLI11_PARSE(app, static_cast<int>(cargv.size()), cargv.data());
   if (const char* w = std::getenv("SBATCH_WAIT"); w && *w) wait = true;
   try {
     req.home = dynres::cluster_home(home);
     char cwd[4096];
     req.cwd = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+    dynres::SubmitNotes notes;
+    auto print_warnings = [&] {
+      for (auto& w : notes.warnings) std::cerr << "mjsub: warning: " << w << "\n";
+    };
     if (test_only) {
       dynres::State st(dynres::state_path(req.home));
-      auto j = dynres::prepare_job(req, st);
+      auto j = dynres::prepare_job(req, st, nullptr, &notes);
+      print_warnings();
       auto cfg = dynres::load_config(dynres::config_path(req.home));
       auto at = dynres::schedd::test_only_start(st, j, cfg.policy);
       if (!at) {
@@ -72,14 +97,15 @@ int main(int argc, char** argv) {
                 << dynres::sched::to_string(cfg.policy.policy) << "); not submitted\n";
       return 0;
     }
-    auto job = dynres::submit_job(req);
+    auto job = dynres::submit_job(req, &notes);
+    print_warnings();
     if (json)
       std::cout << dynres::job_to_json(job).dump(2) << "\n";
     else if (parsable)
       std::cout << job.id << "\n";
     else
       std::cout << "Submitted batch job " << job.id << "\n";
-    if (wait) {  // sbatch -W: the job's exit code
+    if (wait || notes.wait) {  // sbatch -W (command line, #SBATCH or SBATCH_WAIT): the job's exit code
       std::cout << std::flush;
       return dynres::wait_for_job(req.home, job.id);
     }

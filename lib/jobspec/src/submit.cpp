@@ -17,16 +17,16 @@
 
 namespace dynres {
 
-JobRecord submit_job(const SubmitRequest& req) {
+JobRecord submit_job(const SubmitRequest& req, SubmitNotes* notes) {
   State st(state_path(req.home));
   std::vector<int> tasks;
-  JobRecord j = prepare_job(req, st, &tasks);
+  JobRecord j = prepare_job(req, st, &tasks, notes);
   j.id = tasks.empty() ? st.submit(j) : st.submit_array(j, tasks, j.array_max).front();
   proto::notify(sched_socket(req.home), {{"op", "wake"}, {"why", "submit"}, {"job", j.id}});
   return *st.job(j.id);
 }
 
-JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks) {
+JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* array_tasks, SubmitNotes* notes) {
   std::string text, default_name;
   JobSpec cli;
   for (auto& [name, value] : req.options) apply_option(cli, name, value);
@@ -68,7 +68,13 @@ JobRecord prepare_job(const SubmitRequest& req, State& st, std::vector<int>* arr
   }
   JobSpec spec = merge_specs(merge_specs(script_spec, env_spec), cli);  // command line wins, field by field
 
-  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus());
+  std::vector<std::string> warnings = spec.warnings;
+  JobRecord j = resolve_job(spec, st.usable_node_count(), text, default_name, req.cwd, st.node_cpus(), st.node_mem_mb(),
+                            st.node_gpus(), &warnings);
+  if (notes) {
+    notes->wait = spec.wait;
+    if (!spec.quiet) notes->warnings = warnings;
+  }
   if (!j.req_nodelist.empty() || !j.exc_nodelist.empty()) {  // -w/-x name nodes of this cluster
     std::set<std::string> known;
     for (auto& n : st.nodes()) known.insert(n.name);
@@ -111,21 +117,28 @@ const std::vector<std::pair<std::string, std::string>>& sbatch_input_variables()
   static const std::vector<std::pair<std::string, std::string>> v = {
       {"SBATCH_JOB_NAME", "--job-name"}, {"SBATCH_TIMELIMIT", "--time"}, {"SBATCH_OUTPUT", "--output"},
       {"SBATCH_ERROR", "--error"},       {"SBATCH_EXPORT", "--export"},  {"SBATCH_ACCOUNT", ""},
-      {"SBATCH_PARTITION", ""},          {"SBATCH_QOS", ""}};
+      {"SBATCH_PARTITION", ""},          {"SBATCH_QOS", ""},             {"SBATCH_MEM_PER_NODE", "--mem"},
+      {"SBATCH_MEM_PER_CPU", "--mem-per-cpu"}, {"SBATCH_MEM_PER_GPU", "--mem-per-gpu"}, {"SBATCH_GRES", "--gres"},
+      {"SBATCH_GPUS", "--gpus"},         {"SBATCH_EXCLUSIVE", "--exclusive"}};
   return v;
 }
 
 int script_position(int argc, char** argv, const std::vector<std::string>& extra_valued) {
   std::set<std::string> valued(extra_valued.begin(), extra_valued.end());
-  for (auto* list : {&job_options(), &ignored_sbatch_options()})
-    for (auto& o : *list)
-      if (o.takes_value) valued.insert(o.names.begin(), o.names.end());
+  auto takes_value = [&](const std::string& name) {
+    if (valued.count(name)) return true;
+    try {
+      return find_job_option(name).takes_value;
+    } catch (const SpecError&) {
+      return false;  // unknown or ambiguous: the option parser says so
+    }
+  };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--") return i + 1 < argc ? i + 1 : 0;
+    if (a == ":") continue;  // a heterogeneous job separator: the option parser refuses it
     if (a.size() > 1 && a[0] == '-') {
-      if (a.rfind("--", 0) == 0 ? a.find('=') == std::string::npos && valued.count(a)
-                                : a.size() == 2 && valued.count(a))
+      if (a.rfind("--", 0) == 0 ? a.find('=') == std::string::npos && takes_value(a) : a.size() == 2 && takes_value(a))
         ++i;  // its value
       continue;
     }
@@ -186,10 +199,18 @@ nlohmann::json job_to_json(const JobRecord& j) {
   o["lost_nodes"] = j.node_fail;       // nodes a running job lost ('' = none)
   o["array_job_id"] = j.array_job_id ? nlohmann::json(*j.array_job_id) : nlohmann::json(nullptr);
   o["array_task_id"] = j.array_task_id ? nlohmann::json(*j.array_task_id) : nlohmann::json(nullptr);
-  o["ntasks"] = j.ntasks ? j.ntasks : j.num_nodes ? j.num_nodes : j.req_nodes;
+  // tasks: as given, else --ntasks-per-node (default 1) on the nodes it holds; a pending job with a node
+  // range counts its fewest nodes (as Slurm shows a pending job)
+  o["ntasks"] = j.ntasks ? j.ntasks
+                         : std::max(1, j.ntasks_per_node) *
+                               (j.num_nodes ? j.num_nodes : j.kind == "rigid" ? j.req_nodes : j.min_nodes);
   o["ntasks_per_node"] = j.ntasks_per_node ? nlohmann::json(j.ntasks_per_node) : nlohmann::json(nullptr);
   o["cpus_per_task"] = j.cpus_per_task;
   o["begin_time"] = j.begin_time ? nlohmann::json(*j.begin_time) : nlohmann::json(nullptr);
+  o["mem_per_node_mb"] = j.mem_per_node >= 0 ? nlohmann::json(j.mem_per_node) : nlohmann::json(nullptr);
+  o["mem_per_cpu_mb"] = j.mem_per_cpu > 0 ? nlohmann::json(j.mem_per_cpu) : nlohmann::json(nullptr);
+  o["gpus_per_node"] = j.gpus_per_node;
+  o["array_max"] = j.array_max;
   return o;
 }
 

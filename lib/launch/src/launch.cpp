@@ -426,7 +426,9 @@ int run_step(const StepConfig& cfg, int go_fd) {
     // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
     // first on PATH so that `srun` inside the job runs on the job's nodes.
     const std::string nn = std::to_string(names.size()), id = std::to_string(cfg.job_id);
-    const std::string nt = std::to_string(job->ntasks ? job->ntasks : static_cast<int>(names.size()));
+    // ntasks 0: --ntasks-per-node tasks (default one) on each node the job holds now
+    const std::string nt = std::to_string(job->ntasks ? job->ntasks
+                                                      : static_cast<int>(names.size()) * std::max(1, job->ntasks_per_node));
     ::setenv("MJ_NTASKS", nt.c_str(), 1);
     std::vector<std::pair<const char*, std::string>> slurm_env = {
         {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
@@ -435,6 +437,15 @@ int run_step(const StepConfig& cfg, int go_fd) {
         {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
         {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
     if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
+    if (job->mem_per_node > 0) slurm_env.push_back({"SLURM_MEM_PER_NODE", std::to_string(job->mem_per_node)});
+    if (job->mem_per_cpu > 0) slurm_env.push_back({"SLURM_MEM_PER_CPU", std::to_string(job->mem_per_cpu)});
+    if (job->gpus_per_node > 0) {  // the job's GPUs on each of its nodes: 0..N-1 (nodes hold one job at a time)
+      std::string dev;
+      for (int g = 0; g < job->gpus_per_node; ++g) dev += (g ? "," : "") + std::to_string(g);
+      slurm_env.push_back({"CUDA_VISIBLE_DEVICES", dev});
+      slurm_env.push_back({"GPU_DEVICE_ORDINAL", dev});
+      slurm_env.push_back({"SLURM_GPUS_ON_NODE", std::to_string(job->gpus_per_node)});
+    }
     // a job requeued after a node failure knows it, as with Slurm
     if (job->restarts > 0) slurm_env.push_back({"SLURM_RESTART_COUNT", std::to_string(job->restarts)});
     if (job->array_job_id && job->array_task_id) {

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <unordered_map>
 
 #include "dynres/hostlist.hpp"
@@ -28,6 +29,7 @@
 #include "dynres/resize_store.hpp"
 #include "dynres/corridor.hpp"
 #include "node_watch.hpp"
+#include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
 
@@ -75,8 +77,10 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
   std::map<int64_t, std::string> dep_block;
+  std::set<int64_t> lent;  // nodes lent to iCheck: neither idle nor a job's
   st.db().read_tx([&] {
     nodes = st.nodes();
+    lent = icheck_lent_ids(st);
     jobs = st.jobs({kRunning, kPending});
     for (auto& j : jobs) {  // dependencies, in the same snapshot
       if (j.state != kPending || j.dependency.empty()) continue;
@@ -110,7 +114,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   if (blocked) *blocked = dep_block;
   for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
-    s.nodes.push_back({n.name, n.state == "up", n.job_id});
+    s.nodes.push_back({n.name, n.state == "up", lent.count(n.id) ? sched::kIcheckJob : n.job_id});
     s.nodes.back().lost = n.state == "down";
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
@@ -232,6 +236,11 @@ ResizeServer& Daemon::resizer() {
   return *resize_;
 }
 
+IcheckServer& Daemon::icheck() {
+  if (!icheck_) icheck_ = std::make_unique<IcheckServer>(cfg.icheck_status_timeout, [](const std::string& m) { log(m); });
+  return *icheck_;
+}
+
 int Daemon::pass() {
   State& st = state();
   react_to_nodes();  // node failures and drains first: a lost node's job is not "supervisor lost"
@@ -262,6 +271,7 @@ int Daemon::pass() {
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);
     power_->annotate(st, snap, now, cfg.policy, cfg.tick);
@@ -289,8 +299,9 @@ int Daemon::pass() {
       });
   }
   const bool malleable = sched::is_malleable_policy(cfg.policy.policy);
-  if (snap.waiting.empty() && !malleable) return 0;
+  if (snap.waiting.empty() && !malleable && !snap.icheck.present) return 0;
   auto d = sched::decide(snap, cfg.policy);
+  icheck().apply(st, d, snap, node_ids, now);  // grants use idle nodes no start of d uses
   if (d.notes != last_notes_) {
     for (auto& n : d.notes) log("policy: " + n);
     last_notes_ = d.notes;
@@ -358,6 +369,18 @@ bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
     wake = true;
     return true;
   }
+  if (op.rfind("ic_", 0) == 0) {  // the iCheck controller [John24 §7.3.1.1]
+    ucred cr{};
+    socklen_t len = sizeof cr;
+    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+      proto::send_frame(c, {{"error", "cannot identify the peer"}});
+      return false;
+    }
+    auto a = icheck().serve(state(), static_cast<uint32_t>(cr.uid), m, now_seconds());
+    wake = a.contains("ok") && op != "ic_query";
+    proto::send_frame(c, a);
+    return false;
+  }
   if (op == "resize") {  // mjcontrol resize JOBID N: checked and answered by the resize server
     ucred cr{};
     socklen_t len = sizeof cr;
@@ -403,6 +426,7 @@ int Daemon::run() {
   {
     State fresh(state_path(home), true);  // create / migrate
     resize::migrate(fresh);
+    icheck_migrate(fresh);
   }
   resizer();  // rebuild the resize book; roll back orders a previous scheduler left
   int lfd = proto::listen_unix(sched_socket(home));

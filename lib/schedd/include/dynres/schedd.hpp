@@ -22,6 +22,7 @@ namespace dynres::schedd {
 class ResizeServer;
 class PowerView;
 class NodeWatch;
+class IcheckServer;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -78,6 +79,7 @@ struct Daemon {
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
   std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol
   std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples [John24 Ch. 5]
+  std::unique_ptr<IcheckServer> icheck_;  ///< nodes lent to iCheck [John24 §7.3.2]
   bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   std::unique_ptr<NodeWatch> nodes_;     ///< node agents' liveness (mjnoded)
@@ -94,6 +96,7 @@ struct Daemon {
   /// update_node (mjcontrol update node ... state=). Returns true when fd was
   /// handed over; *handled tells whether op was one of them.
   bool serve_node_request(int fd, const std::string& op, const proto::json& m, bool& wake, bool* handled);
+  IcheckServer& icheck();
   /// A one-shot request on the scheduler socket from peer uid (after the
   /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
   /// connection was handed over (a job's mj_hello) and must stay open.
