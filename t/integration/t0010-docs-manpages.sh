@@ -13,16 +13,16 @@ t_begin 120
 SRC=$DYNRES_SRC
 MAN=$SRC/man
 
-TOOLS=(mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim pcorridor mjnoded)
+TOOLS=(mjsub mjstat mjcancel mjcontrol mjsched mjstepd mjworkload mjsim pcorridor mjnoded icredist)
 for t in "${TOOLS[@]}"; do
   command -v "$t" >/dev/null || t_skip "$t is not built (not on PATH)"
 done
 
 # The pages this test owns, and which page documents which tool.
 PAGES=(mjsub.1 mjstat.1 mjcancel.1 mjcontrol.1 mjsched.8 mjstepd.8 mjworkload.1 mjsim.1 pcorridor.1
-       vcluster-boot.1 vcluster-down.1 vcluster-fail.1 mjnoded.8 esp.1 dynres.yaml.5 dynres.7 mj.3)
+       vcluster-boot.1 vcluster-down.1 vcluster-fail.1 mjnoded.8 esp.1 dynres.yaml.5 dynres.7 mj.3 icredist.1)
 declare -A PAGE_OF=([mjsub]=mjsub.1 [mjstat]=mjstat.1 [mjcancel]=mjcancel.1 [mjcontrol]=mjcontrol.1 [mjsched]=mjsched.8
-                    [pcorridor]=pcorridor.1 [mjnoded]=mjnoded.8
+                    [pcorridor]=pcorridor.1 [mjnoded]=mjnoded.8 [icredist]=icredist.1
                     [mjstepd]=mjstepd.8 [mjworkload]=mjworkload.1 [mjsim]=mjsim.1)
 
 # Page source with roff escapes removed, so "\-\-nodes" and "\fB\-\-nodes\fR"
@@ -66,6 +66,11 @@ done
 # mjworkload's options live on its subcommand
 help_of "mjworkload esp" mjworkload esp --help
 check_options "mjworkload esp" "$HELP" mjworkload.1
+# and icredist's on its subcommands
+for sub in ls show verify redistribute export; do
+  help_of "icredist $sub" icredist "$sub" --help
+  check_options "icredist $sub" "$HELP" icredist.1
+done
 
 # ------------------------------------------------------------ the scripts
 declare -A SCRIPT_PAGES=([vcluster-boot]="vcluster-boot.1" [vcluster-down]="vcluster-boot.1 vcluster-down.1"

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm.hpp"
+#include "dynres/icheck/meta.hpp"
 #include "dynres/icheck/types.hpp"
 #include "dynres/ckstore.hpp"
 
@@ -564,28 +565,8 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
     return rc == 0 ? ICHECK_OK : ICHECK_EINVAL;
   }
   dist::Layout from;
-  from.global = e.layout.global, from.nprocs = N;
-  if (kind == "block" || kind == "cyclic") {
-    from.kind = kind == "block" ? dist::Kind::Block : dist::Kind::Cyclic;
-    from.width = olds[0]->value("width", uint64_t(0));
-  } else if (kind == "explicit") {
-    from.kind = dist::Kind::Explicit;
-    for (int i = 0; i < N; ++i) from.counts.push_back(counts[size_t(i)]), from.offsets.push_back(olds[size_t(i)]->value("offset", uint64_t(0)));
-  } else if (kind == "grid") {
-    from.kind = dist::Kind::Grid;
-    try {
-      from.dims = (*olds[0])["dims"].get<std::vector<int>>();
-      from.shape = (*olds[0])["shape"].get<std::vector<uint64_t>>();
-    } catch (...) {
-      return fail(ICHECK_ECORRUPT, "grid metadata malformed");
-    }
-  } else {
-    return fail(ICHECK_ECORRUPT, "unknown distribution '" + kind + "'");
-  }
-  std::string why = dist::validate(from);
-  if (!why.empty()) return fail(ICHECK_ECORRUPT, "recorded layout invalid: " + why);
-  for (int i = 0; i < N; ++i)
-    if (dist::local_count(from, i) != counts[size_t(i)]) return fail(ICHECK_ECORRUPT, "recorded count of old rank " + std::to_string(i) + " disagrees with its layout");
+  std::string why = meta::old_layout(olds, from);
+  if (!why.empty()) return fail(ICHECK_ECORRUPT, why);
   const auto moves = dist::plan(from, e.layout, r);
   std::map<int, std::pair<uint64_t, uint64_t>> span;  // old rank -> [lo, hi) of its local elements needed
   for (auto& mv : moves) {
