@@ -59,6 +59,9 @@ TEST_CASE("set_corridor: validation leaves the file alone; idempotent; scheduled
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("idle floor"));
   r.lower = 900, r.upper = 900;
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("must be below"));
+  r.lower = -5, r.upper = 900, r.force = true;  // --force waives the idle floor, never the sign
+  CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("is negative"));
+  r.force = false;
   r.lower = 300, r.upper = 900, r.at = 500;
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("in the past"));
   CHECK_FALSE(has_power_schema(st.db()));  // nothing written, not even the schema
