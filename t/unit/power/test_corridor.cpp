@@ -38,6 +38,9 @@ TEST_CASE("parse_time and parse_watts") {
   CHECK_THROWS_WITH(parse_time("tomorrow", 0), Catch::Contains("time 'tomorrow'"));
   CHECK_THROWS_AS(parse_time("+", 0), InputError);
   CHECK_THROWS_AS(parse_time("+1e999", 0), InputError);
+  CHECK(parse_time("+1000000000", 0) == 1e9);  // the largest offset: about 31 years
+  CHECK_THROWS_AS(parse_time("+1000000001", 0), InputError);
+  CHECK_THROWS_AS(parse_time("-99999999999d", 0), InputError);
   CHECK_THROWS_AS(parse_time("2026-13-45 99:99", 0), InputError);
   CHECK(parse_watts("1500.5", "x") == 1500.5);
   CHECK_THROWS_WITH(parse_watts("15OO", "lower bound"), Catch::Contains("lower bound: '15OO' is not a number of watts"));

@@ -324,3 +324,19 @@ TEST_CASE("Batches of [Finnerty24]: 25 jobs, arrivals, nested malleable subsets,
     for (size_t i = 0; i < b.size(); ++i) CHECK(b[i].runtime == rigid[i].runtime);
   }
 }
+
+TEST_CASE("ESP workload: fractions outside [0, 1] are refused naming the option", "[workload]") {
+  // a probability above 1 would silently make every job moldable
+  for (double f : {-0.1, 1.5}) {
+    workload::EspOptions o;
+    o.moldable_fraction = f;
+    CHECK_THROWS_WITH(workload::esp_workload(o), Catch::Contains("--moldable-fraction"));
+    o.moldable_fraction = 0;
+    o.serial_fraction = f;
+    CHECK_THROWS_WITH(workload::esp_workload(o), Catch::Contains("--serial-fraction"));
+  }
+  workload::EspOptions ok;
+  ok.moldable_fraction = 1;
+  ok.serial_fraction = 1;
+  CHECK_FALSE(workload::esp_workload(ok).empty());
+}
