@@ -1,8 +1,8 @@
 #!/bin/bash
 # restart_resize.sh — the cost of a restart-based resize of an MPI job
-# ([John24 §7.4.4] "malleability through
-# checkpoint-restart"): heat --malleable (share/dynres/examples/heat/
-# heat-malleable.sh, one rank per node) on a local virtual cluster of 4
+# ([John24 §7.4.4] "malleability through checkpoint-restart"): heat
+# --malleable (share/dynres/examples/heat/heat-malleable.sh, one rank per
+# node) on a local virtual cluster of 4
 # compute nodes and 1 iCheck node, with S MiB of grid state, is shrunk 4 -> 2
 # and grown 2 -> 4 by `mjcontrol resize`, REPS times per size.
 #
@@ -16,7 +16,9 @@
 #     exec    flushed -> heat's main() on the new rank 0: MPI_Finalize, exit,
 #             mpiexec ends, mjstepd runs the script again, mpiexec starts heat
 #     init    main() -> restore begins: MPI_Init, mj_init_adapt, grid set-up,
-#             icheck_init (registration with the controller, agents)
+#             icheck_init (registration with the controller, agents); of it
+#       mpi     MPI_Init
+#       icinit  icheck_init
 #   restore   icheck_restart_all redistributing the grid over the new rank count
 #   ack       mj_adapt_commit of the order
 #   total     order sent -> committed (RESUMED commit), the scheduler's clock
@@ -83,7 +85,7 @@ job_is() { [[ $(sq "SELECT state FROM jobs WHERE id=$1") == "$2" ]]; }
 accepting() { [[ $(sq "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting && $(grep -c '^heat: malleable' "$W/heat-$1.out") -ge $2 ]]; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-# one line per resize: size kind detect commit relaunch restore ack total write exec init probe_us poll_us ckpt flush
+# one line per resize: size kind detect commit relaunch restore ack total write exec init probe_us poll_us ckpt flush mpi icinit
 R=$W/results
 : >"$R"
 for S in $SIZES; do
@@ -111,8 +113,8 @@ for S in $SIZES; do
       val() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
       awk -v s="$S" -v k="$kind" -v sent="$sent" -v settled="$settled" -v seen="$(val t_seen "$st")" \
         -v fl="$(val t_flushed "$st")" -v mn="$(val t_main "$re")" -v r0="$(val t_restore_begin "$re")" -v r1="$(val t_restore_end "$re")" \
-        -v cm="$(val t_committed "$re")" -v np="$(val probes "$st")" -v ps="$(val probe_seconds "$st")" -v pl="$(val poll_seconds "$st")" -v ck="$(val icheck_commit_seconds "$st")" -v w0="$w0" -v w1="$w1" \
-        'BEGIN {printf "%s %s %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.1f %.1f %.3f %.3f\n", s, k, seen-sent, fl-seen, r0-fl, r1-r0, cm-r1, settled-sent, w1-w0, mn-fl, r0-mn, (np > 0 ? 1e6*ps/np : 0), (np > 0 ? 1e6*pl/np : 0), ck, fl-seen-ck}' >>"$R"
+        -v cm="$(val t_committed "$re")" -v tm="$(val t_mpi "$re")" -v tg="$(val t_grid "$re")" -v ti="$(val t_icinit "$re")" -v np="$(val probes "$st")" -v ps="$(val probe_seconds "$st")" -v pl="$(val poll_seconds "$st")" -v ck="$(val icheck_commit_seconds "$st")" -v w0="$w0" -v w1="$w1" \
+        'BEGIN {printf "%s %s %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.1f %.1f %.3f %.3f %.3f %.3f\n", s, k, seen-sent, fl-seen, r0-fl, r1-r0, cm-r1, settled-sent, w1-w0, mn-fl, r0-mn, (np > 0 ? 1e6*ps/np : 0), (np > 0 ? 1e6*pl/np : 0), ck, fl-seen-ck, (tm > 0 ? tm-mn : -1), (ti > 0 ? ti-tg : -1)}' >>"$R"
       tail -1 "$R" | sed "s/^/  rep $rep job $J order $oid: /"
     done
     mjcancel "$J" >/dev/null
@@ -123,12 +125,12 @@ done
 
 echo
 echo "restart-based resize of heat (1 rank per node, 4 compute nodes + 1 iCheck node), medians of $REPS, seconds"
-printf '%-9s %-7s %7s %7s %6s %6s %8s %6s %6s %7s %6s %7s | %7s %8s | %8s %8s\n' state kind detect commit ckpt flush relaunch exec init restore ack total write commit/write probe_us poll_us
+printf '%-9s %-7s %7s %7s %6s %6s %8s %6s %6s %6s %6s %7s %6s %7s | %7s %8s | %8s %8s\n' state kind detect commit ckpt flush relaunch exec init mpi icinit restore ack total write commit/write probe_us poll_us
 for S in $SIZES; do
   for k in shrink expand; do
     col() { awk -v s="$S" -v k="$k" -v c="$1" '$1 == s && $2 == k {print $c}' "$R" | median; }
-    d=$(col 3) c=$(col 4) l=$(col 5) r=$(col 6) a=$(col 7) t=$(col 8) w=$(col 9) x=$(col 10) i=$(col 11) p=$(col 12) q=$(col 13) cp=$(col 14) fs=$(col 15)
-    printf '%-9s %-7s %7.3f %7.3f %6.3f %6.3f %8.3f %6.3f %6.3f %7.3f %6.3f %7.3f | %7.3f %8.2f | %8.1f %8.1f\n' "${S}MiB" "$k" "$d" "$c" "$cp" "$fs" "$l" "$x" "$i" "$r" "$a" "$t" "$w" \
+    d=$(col 3) c=$(col 4) l=$(col 5) r=$(col 6) a=$(col 7) t=$(col 8) w=$(col 9) x=$(col 10) i=$(col 11) p=$(col 12) q=$(col 13) cp=$(col 14) fs=$(col 15) mp=$(col 16) ii=$(col 17)
+    printf '%-9s %-7s %7.3f %7.3f %6.3f %6.3f %8.3f %6.3f %6.3f %6.3f %6.3f %7.3f %6.3f %7.3f | %7.3f %8.2f | %8.1f %8.1f\n' "${S}MiB" "$k" "$d" "$c" "$cp" "$fs" "$l" "$x" "$i" "$mp" "$ii" "$r" "$a" "$t" "$w" \
       "$(awk -v c="$c" -v w="$w" 'BEGIN {print (w > 0 ? c / w : 0)}')" "$p" "$q"
   done
 done

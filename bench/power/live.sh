@@ -33,8 +33,7 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${DYNRES_BUILD:-$SRC/build}
 BIN=${DYNRES_BIN:-$BUILD/bin}
 export PATH=$BIN:$SRC/share/dynres:$PATH
-APP=$SRC/share/dynres/examples/esp-app/esp-app
-[[ -x $APP ]] || APP=$BUILD/share/dynres/examples/esp-app/esp-app
+APP=$BIN/esp-app   # the built ESP application (the script beside its source only runs it)
 OUT="" GRACE=auto ONLY="upper,lower,dynamic,mix" SRUN=0.01 SMIX=0.05 RUN=()
 CORR="" FRAC=""
 die() { echo "live.sh: error: $*" >&2; exit 1; }
@@ -57,7 +56,7 @@ num='^[0-9]*\.?[0-9]+$'
   die "--grace and the scales must be non-negative numbers"
 GRACE_OPT=$GRACE
 for x in mjsim mjsched mjsub pcorridor vcluster-boot; do command -v "$x" >/dev/null || die "$x not found (build first)"; done
-[[ -x $APP ]] || die "esp-app is not built"
+[[ -x $APP ]] || die "$APP is not built (share/dynres/setup esp-app)"
 [[ -n $OUT ]] || OUT=$(mktemp -d /tmp/dynres-power-live-XXXXXX)
 mkdir -p "$OUT"
 CLUSTERS=()
@@ -120,7 +119,7 @@ run_one() {
   while IFS=$'\t' read -r tag id jname submit kind req mn mx runtime serial limit pmin pmax; do
     [[ $tag == job ]] || continue
     sleep_until "$(awk -v a="$t0" -v o="$submit" 'BEGIN { printf "%.6f", a + o }')"
-    local args=(--parsable -J "$jname" -t "$(hms "${limit%.*}")" -o "$dir/%j-%x.out" -N "$req"
+    local args=(--parsable -J "$jname" --time-exact "$(hms "${limit%.*}")" -o "$dir/%j-%x.out" -N "$req"
       --min-power "$pmin" --max-power "$pmax")
     local script="#!/bin/bash
 exec $APP $runtime $req $serial"

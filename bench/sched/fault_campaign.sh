@@ -49,7 +49,7 @@ RANDOM=$SEED
 if ((FULL)); then
   [[ $(id -u) == 0 ]] || { echo "fault_campaign: --full-disk needs root (tmpfs mount)" >&2; exit 77; }
   mkdir -p "$C"
-  mount -t tmpfs -o size=16m tmpfs "$C" || { echo "fault_campaign: cannot mount a tmpfs" >&2; exit 77; }
+  mount -t tmpfs -o size=16m,mode=700 tmpfs "$C" || { echo "fault_campaign: cannot mount a tmpfs" >&2; exit 77; }
 fi
 cleanup() {
   vcluster-down --dir "$C" >/dev/null 2>&1

@@ -1,113 +1,165 @@
 #!/bin/bash
-# evaluate.sh — the simulator evaluations of the malleable policies
-# (speed-up, resize cost, job batches), run with mjsim. Prints the tables and writes
-# PNG plots (gnuplot) next to the data:
+# evaluate.sh — what malleability buys, simulated with mjsim(1): every policy
+# (fcfs backfill easy fpsma egs perf minagree) at 0/25/50/100 % malleable jobs
+# on three workloads:
 #
-#   1. ESP [John24 Table 9.1] on 34 nodes, malleable share 0/10/50/100 %
-#      x easy, backfill, fpsma, egs, perf, minagree: makespan, utilisation,
-#      average wait, response, bounded slowdown, resizes; the makespan lower
-#      bound; perf and minagree at 100 % against easy on the same jobs rigid
-#      ([John24 Fig. 9.1]: perf -19.3 % makespan against static backfilling).
-#   2. [Finnerty24]: 10 batches x 6 shares (0..100 %) x fcfs, backfill, easy,
-#      minagree = 240 runs: average makespan and utilisation per cell
-#      ([Finnerty24 Fig. 9/10]: minagree 1168 s -> 1006 s, utilisation 74.8 % ->
-#      90.5 %).
+#   lublin  the SWF trace lublin_256 (10,000 jobs, 256 nodes; Lublin and
+#           Feitelson's model) with mjsim's SWF shares (--malleable-fraction,
+#           default range [ceil(s/2), min(2s, N)], serial fraction
+#           log-uniform in [0.005, 0.1], --seed SEED)
+#   esp     ESP [John24 Table 9.1] on 34 nodes, --seed SEED
+#   batches the job batches of [Finnerty24 Table 2] on 32 nodes: batches
+#           1-10, averaged
 #
-#   bench/sim/evaluate.sh [--out DIR] [--seed S]   (default DIR: bench/sim)
-# Needs a build (share/dynres/setup). Takes about a minute.
+# Per row: makespan, utilisation, average wait, response and bounded
+# slowdown, resizes, the makespan lower bound of that share (mjsim's
+# "makespan lower bound"), and the share of the headroom each policy takes:
+# (easy rigid - policy) / (easy rigid - lower bound), the headroom being what
+# a perfect schedule of the same jobs could gain over EASY on them rigid.
+# Then, for perf and minagree at 100 %, where the rest of the headroom goes:
+# idle nodes (1 - utilisation) and extra node-seconds over the lower bound's
+# work (jobs run wider than their smallest size, Amdahl), of which resize
+# pauses (the same run with --grow-cost 0 --shrink-cost 0).
+#
+#   bench/sim/evaluate.sh [--out DIR] [--seed S] [--trace FILE]
+#     default DIR: bench/sim; FILE: share/dynres/traces/lublin_256.swf.gz
+# Writes DIR/{lublin,esp,batches}.dat, DIR/headroom.txt and one PNG per metric
+# (DIR/shares-{makespan,utilisation,wait,bsld,headroom}.png, a panel per
+# workload). Needs a build (share/dynres/setup). About 15 minutes on 2 cores.
 set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${DYNRES_BIN:-${DYNRES_BUILD:-$SRC/build}/bin}
-OUT=$SRC/bench/sim SEED=1
+OUT=$SRC/bench/sim SEED=1 TRACE=$SRC/share/dynres/traces/lublin_256.swf.gz
 while (($#)); do
   case $1 in
     --out) OUT=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --trace) TRACE=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "evaluate.sh: unknown option '$1'" >&2; exit 1 ;;
   esac
 done
 [[ -x $BIN/mjsim ]] || { echo "evaluate.sh: $BIN/mjsim is not built (run share/dynres/setup)" >&2; exit 1; }
+[[ -r $TRACE ]] || { echo "evaluate.sh: cannot read the trace $TRACE (--trace FILE)" >&2; exit 1; }
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+SHARES=(0 0.25 0.5 1)
+POLICIES=(fcfs backfill easy fpsma egs perf minagree)
 
-# field FILE KEY — a top-level number of mjsim's --json output
-field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
-
-echo "== 1. ESP, 34 nodes, seed $SEED =="
-ESP=$OUT/esp.dat
-printf '# share policy makespan_s utilisation avg_wait_s avg_response_s avg_bsld expands shrinks lower_bound_s\n' >"$ESP"
-for share in 0 0.1 0.5 1; do
-  for pol in easy backfill fpsma egs perf minagree; do
-    "$BIN/mjsim" -w esp -p "$pol" -m "$share" --seed "$SEED" --json -q >"$TMP/r.json"
-    printf '%s %s %s %s %s %s %s %s %s %s\n' "$share" "$pol" \
-      "$(field "$TMP/r.json" makespan_s)" "$(field "$TMP/r.json" utilisation)" "$(field "$TMP/r.json" avg_wait_s)" \
-      "$(field "$TMP/r.json" avg_response_s)" "$(field "$TMP/r.json" avg_bounded_slowdown)" \
-      "$(field "$TMP/r.json" expands)" "$(field "$TMP/r.json" shrinks)" \
-      "$(field "$TMP/r.json" makespan_lower_bound_s)" >>"$ESP"
-  done
-done
-python3 - "$ESP" <<'PY'
-import sys
-rows = [l.split() for l in open(sys.argv[1]) if not l.startswith('#')]
-print(f"{'share':>5} {'policy':9} {'makespan':>9} {'util':>6} {'wait':>7} {'resp':>7} {'bsld':>6} {'exp':>4} {'shr':>4} {'bound':>7}")
-for r in rows:
-    print(f"{float(r[0])*100:4.0f}% {r[1]:9} {float(r[2]):9.0f} {float(r[3])*100:5.1f}% {float(r[4]):7.0f} {float(r[5]):7.0f} {float(r[6]):6.2f} {r[7]:>4} {r[8]:>4} {float(r[9]):7.0f}")
-get = {(r[0], r[1]): r for r in rows}
-rigid = get[('0', 'easy')]
-ch = lambda new, old: f"{100 * (float(new) / float(old) - 1):+.1f} %"
-for pol in ('perf', 'minagree', 'egs', 'fpsma'):
-    m = get[('1', pol)]
-    print(f"{pol} at 100 % vs easy on the same jobs rigid: makespan {ch(m[2], rigid[2])}, wait {ch(m[4], rigid[4])}, "
-          f"response {ch(m[5], rigid[5])}; vs backfill rigid: makespan {ch(m[2], get[('0', 'backfill')][2])}")
-print(f"makespan lower bound at 100 % malleable: {float(get[('1', 'perf')][9]):.0f} s "
-      f"({ch(get[('1', 'perf')][9], rigid[2])} vs easy rigid)")
+# row JSON... — the mean of the runs' figures, one line:
+# makespan util wait response bsld expands shrinks lower_bound node_seconds work_bound
+row() {
+  python3 - "$@" <<'PY'
+import json, sys
+rs = [json.load(open(f)) for f in sys.argv[1:]]
+keys = ['makespan_s', 'utilisation', 'avg_wait_s', 'avg_response_s', 'avg_bounded_slowdown', 'expands', 'shrinks',
+        'makespan_lower_bound_s', 'node_seconds', 'makespan_lower_bound_work_s']
+print(' '.join(f"{sum(float(r[k]) for r in rs) / len(rs):.6g}" for k in keys))
 PY
+}
 
-echo "== 2. [Finnerty24] batches: 10 batches x 6 shares x 4 policies =="
-BAT=$OUT/batches.dat
-printf '# share policy avg_makespan_s avg_utilisation runs\n' >"$BAT"
-for share in 0 0.2 0.4 0.6 0.8 1; do
-  for pol in fcfs backfill easy minagree; do
-    : >"$TMP/cell"
-    for b in 1 2 3 4 5 6 7 8 9 10; do
-      "$BIN/mjsim" -w batches -p "$pol" -m "$share" --seed "$b" --json -q >"$TMP/r.json"
-      echo "$(field "$TMP/r.json" makespan_s) $(field "$TMP/r.json" utilisation)" >>"$TMP/cell"
+# run FILE WORKLOAD-ARGS... — mjsim --json into FILE
+run() { local f=$1; shift; "$BIN/mjsim" "$@" --json -q >"$f"; }
+
+evaluate() {  # NAME then the mjsim workload arguments, one run per seed in SEEDS
+  local name=$1 dat=$OUT/$1.dat share pol s files
+  shift
+  printf '# share policy makespan_s utilisation avg_wait_s avg_response_s avg_bsld expands shrinks lower_bound_s node_seconds work_bound_s\n' >"$dat"
+  for share in "${SHARES[@]}"; do
+    for pol in "${POLICIES[@]}"; do
+      files=()
+      for s in "${SEEDS[@]}"; do
+        files+=("$TMP/$name-$share-$pol-$s.json")
+        run "${files[-1]}" "$@" --seed "$s" -p "$pol" -m "$share"
+      done
+      echo "$share $pol $(row "${files[@]}")" >>"$dat"
+      printf '\r%s: %s %s done   ' "$name" "$share" "$pol" >&2
     done
-    awk -v s="$share" -v p="$pol" '{ m += $1; u += $2; n++ } END { printf "%s %s %.2f %.4f %d\n", s, p, m / n, u / n, n }' \
-      "$TMP/cell" >>"$BAT"
+  done
+  echo >&2
+}
+
+SEEDS=("$SEED"); evaluate lublin -w "$TRACE"
+SEEDS=("$SEED"); evaluate esp -w esp
+SEEDS=(1 2 3 4 5 6 7 8 9 10); evaluate batches -w batches
+
+# where the rest of the headroom goes: perf and minagree at 100 % with free resizes
+: >"$TMP/free"
+for w in lublin esp batches; do
+  for pol in perf minagree; do
+    case $w in
+      lublin) SEEDS=("$SEED"); args=(-w "$TRACE") ;;
+      esp) SEEDS=("$SEED"); args=(-w esp) ;;
+      batches) SEEDS=(1 2 3 4 5 6 7 8 9 10); args=(-w batches) ;;
+    esac
+    files=()
+    for s in "${SEEDS[@]}"; do
+      files+=("$TMP/free-$w-$pol-$s.json")
+      run "${files[-1]}" "${args[@]}" --seed "$s" -p "$pol" -m 1 --grow-cost 0 --shrink-cost 0
+    done
+    echo "$w $pol $(row "${files[@]}")" >>"$TMP/free"
   done
 done
-python3 - "$BAT" <<'PY'
+
+python3 - "$OUT" "$TMP/free" <<'PY' | tee "$OUT/headroom.txt"
 import sys
-rows = [l.split() for l in open(sys.argv[1]) if not l.startswith('#')]
-pols = ['fcfs', 'backfill', 'easy', 'minagree']
-get = {(r[0], r[1]): r for r in rows}
-print('share  ' + '  '.join(f'{p:>18}' for p in pols) + '   (average makespan s / utilisation)')
-for s in ('0', '0.2', '0.4', '0.6', '0.8', '1'):
-    print(f"{float(s)*100:4.0f}%  " + '  '.join(f"{float(get[(s,p)][2]):9.1f} / {float(get[(s,p)][3])*100:5.1f}%" for p in pols))
-a, b = get[('0', 'minagree')], get[('1', 'minagree')]
-print(f"minagree 0 % -> 100 %: makespan {float(a[2]):.0f} s -> {float(b[2]):.0f} s ({100*(float(b[2])/float(a[2])-1):+.1f} %), "
-      f"utilisation {float(a[3])*100:.1f} % -> {float(b[3])*100:.1f} %")
+out, free = sys.argv[1], sys.argv[2]
+nodes = {'lublin': 256, 'esp': 34, 'batches': 32}
+fr = {(l.split()[0], l.split()[1]): [float(x) for x in l.split()[2:]] for l in open(free)}
+for w in ('lublin', 'esp', 'batches'):
+    rows = [l.split() for l in open(f'{out}/{w}.dat') if not l.startswith('#')]
+    get = {(r[0], r[1]): [float(x) for x in r[2:]] for r in rows}
+    base = get[('0', 'easy')][0]
+    print(f"\n== {w}: easy rigid makespan {base:.0f} s; headroom = easy rigid - lower bound of the share ==")
+    print(f"{'share':>5} {'policy':9} {'makespan':>10} {'util':>6} {'wait':>9} {'resp':>9} {'bsld':>7} {'exp':>6} {'shr':>6} "
+          f"{'bound':>10} {'vs easy':>8} {'headroom':>8}")
+    for r in rows:
+        m, u, wt, rs, bs, e, s, lb, ns, wb = (float(x) for x in r[2:])
+        room = base - lb
+        took = (base - m) / room * 100 if room > 0 else float('nan')
+        print(f"{float(r[0])*100:4.0f}% {r[1]:9} {m:10.0f} {u*100:5.1f}% {wt:9.0f} {rs:9.0f} {bs:7.2f} {e:6.0f} {s:6.0f} "
+              f"{lb:10.0f} {100*(m/base-1):+7.1f}% {took:7.0f}%")
+    lb = get[('1', 'perf')][7]
+    for pol in ('perf', 'minagree'):
+        m, u, _, _, _, e, s, _, ns, wb = get[('1', pol)]
+        fm = fr[(w, pol)][0]
+        n = nodes[w]
+        gap = m - lb
+        idle = m * (1 - u)                 # idle node-seconds / n
+        extra = ns / n - wb                # held node-seconds / n beyond the work at the smallest sizes
+        print(f"{pol} at 100 %: {100*(m/base-1):+.1f} % of a possible {100*(lb/base-1):+.1f} % "
+              f"({(base-m)/(base-lb)*100:.0f} % of the headroom); the rest, {gap:.0f} s "
+              f"(bound: {'work' if wb >= lb - 1e-6 else 'last arrival + shortest run'}, work bound {wb:.0f} s): "
+              f"makespan = work bound {wb:.0f} + extra held node-seconds / {n} {extra:.0f} (jobs wider than their "
+              f"smallest size, resize pauses) + idle node-seconds / {n} {idle:.0f} ({(1-u)*100:.1f} % idle); "
+              f"free resizes: makespan {fm:.0f} s ({m - fm:+.0f} s from the pauses); {e:.0f} expands, {s:.0f} shrinks")
 PY
 
 if command -v gnuplot >/dev/null; then
   q() { local s=${1//\'/\'\'}; printf "'%s'" "$s"; }   # a gnuplot string literal
-  plot() {  # DATA COLUMN YLABEL PNG POLICIES... (one line per policy)
-    local dat=$1 col=$2 ylabel=$3 png=$4
-    shift 4
-    local p plots=""
-    for p in "$@"; do
-      awk -v p="$p" '!/^#/ && $2 == p' "$dat" >"$TMP/$p.dat"   # one file per line of the plot
-      plots+="${plots:+, }$(q "$TMP/$p.dat") using (\$1*100):$col with linespoints lw 2 title $(q "$p")"
+  # headroom column (13) = (easy rigid - makespan) / (easy rigid - bound) x 100
+  for w in lublin esp batches; do
+    base=$(awk '$1 == "0" && $2 == "easy" { print $3 }' "$OUT/$w.dat")
+    awk -v b="$base" '!/^#/ { print $0, (b - $3) / (b - $10) * 100 }' "$OUT/$w.dat" >"$TMP/$w.h"
+    for p in "${POLICIES[@]}"; do awk -v p="$p" '$2 == p' "$TMP/$w.h" >"$TMP/$w.$p"; done
+    awk '$2 == "easy" { print $1, $10 }' "$TMP/$w.h" >"$TMP/$w.bound"
+  done
+  plot() {  # COLUMN YLABEL PNG [BOUND]
+    local col=$1 ylabel=$2 png=$3 bound=${4:-} w p cmd
+    cmd="set terminal pngcairo size 1500,500 noenhanced; set output $(q "$png"); set multiplot layout 1,3; set grid; set xlabel 'malleable jobs [%]'; set ylabel $(q "$ylabel"); set key top right font ',8';"
+    for w in lublin esp batches; do
+      local plots=""
+      for p in "${POLICIES[@]}"; do plots+="${plots:+, }$(q "$TMP/$w.$p") using (\$1*100):$col with linespoints lw 2 title $(q "$p")"; done
+      [[ -n $bound ]] && plots+=", $(q "$TMP/$w.bound") using (\$1*100):2 with lines lw 2 dt 2 lc rgb 'black' title 'lower bound'"
+      cmd+=" set title $(q "$w"); plot $plots;"
     done
-    gnuplot -e "set terminal pngcairo size 900,600 noenhanced; set output $(q "$png"); set xlabel 'malleable jobs [%]'; set ylabel $(q "$ylabel"); set key outside right; set grid; plot $plots"
+    gnuplot -e "$cmd unset multiplot"
   }
-  plot "$ESP" 3 'makespan [s]' "$OUT/esp-makespan.png" easy backfill fpsma egs perf minagree
-  plot "$ESP" 5 'average wait [s]' "$OUT/esp-wait.png" easy backfill fpsma egs perf minagree
-  plot "$ESP" 4 'utilisation' "$OUT/esp-utilisation.png" easy backfill fpsma egs perf minagree
-  plot "$BAT" 3 'average makespan [s]' "$OUT/batches-makespan.png" fcfs backfill easy minagree
-  plot "$BAT" 4 'average utilisation' "$OUT/batches-utilisation.png" fcfs backfill easy minagree
-  echo "plots: $OUT/esp-{makespan,wait,utilisation}.png $OUT/batches-{makespan,utilisation}.png"
+  plot 3 'makespan [s]' "$OUT/shares-makespan.png" bound
+  plot 4 'utilisation' "$OUT/shares-utilisation.png"
+  plot 5 'average wait [s]' "$OUT/shares-wait.png"
+  plot 7 'average bounded slowdown' "$OUT/shares-bsld.png"
+  plot 13 'share of the headroom taken [%]' "$OUT/shares-headroom.png"
+  echo "plots: $OUT/shares-{makespan,utilisation,wait,bsld,headroom}.png"
 fi

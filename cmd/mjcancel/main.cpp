@@ -8,6 +8,7 @@
 
 #include "dynres/jobsel.hpp"
 #include "dynres/launch.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/state.hpp"
 
@@ -50,67 +51,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     home = dynres::cluster_home(home);
-    dynres::State st(dynres::state_path(home));
-    std::vector<int64_t> ids;  // 12, 12_3, 12_[1-4]: an array's tasks resolved to their job ids
-    for (auto& a : id_lists)
-      for (auto id : dynres::resolve_job_refs(st, a)) ids.push_back(id);
-    const int64_t uid = static_cast<int64_t>(::getuid());
-    std::vector<int64_t> targets;
-    if (ids.empty()) {  // every active job matching the filter, as scancel
-      if (f.states.empty()) f.states = sig ? std::set<std::string>{dynres::kRunning}  // only running jobs take signals
-                                           : std::set<std::string>{dynres::kPending, dynres::kRunning};
-      for (auto& j : dynres::select_jobs(st, f)) targets.push_back(j.id);
-    } else {
-      for (auto id : ids) {
-        auto j = st.job(id);
-        if (j && !(f.names.empty() && f.uids.empty() && f.states.empty()) && !f.matches(*j)) continue;
-        targets.push_back(id);
-      }
-    }
-    int rc = 0;
-    for (auto id : targets) {
-      auto denied = [&] {
-        // as scancel: "Kill job error on job id N: Access/permission denied", exit 1
-        std::cerr << "mjcancel: error: Kill job error on job id " << id << ": Access/permission denied (job of user "
-                  << dynres::user_name(st.job(id)->uid) << ")\n";
-        rc = 1;
-      };
-      if (sig) {
-        switch (dynres::launch::signal_job(st, id, uid, sig)) {
-          case dynres::launch::SignalResult::signalled:
-            break;
-          case dynres::launch::SignalResult::not_running:
-            std::cerr << "mjcancel: error: job " << id << " is not running (" << st.job(id)->state
-                      << "): not signalled\n";
-            rc = 1;
-            break;
-          case dynres::launch::SignalResult::not_found:
-            std::cerr << "mjcancel: error: invalid job id " << id << "\n";
-            rc = 1;
-            break;
-          case dynres::launch::SignalResult::not_owner:
-            denied();
-            break;
-        }
-        continue;
-      }
-      switch (dynres::launch::cancel_job(st, home, id, uid)) {
-        case dynres::launch::CancelResult::cancelled_pending:
-        case dynres::launch::CancelResult::signalled_running:
-          break;
-        case dynres::launch::CancelResult::already_finished:
-          if (!quiet) std::cerr << "mjcancel: job " << id << " has already ended (" << st.job(id)->state << ")\n";
-          break;
-        case dynres::launch::CancelResult::not_found:
-          std::cerr << "mjcancel: error: invalid job id " << id << "\n";
-          rc = 1;
-          break;
-        case dynres::launch::CancelResult::not_owner:
-          denied();
-          break;
-      }
-    }
-    return rc;
+    // checked and carried out by mjsched as the kernel says we are (dynres/requests.hpp)
+    nlohmann::json r = {{"op", "cancel"},
+                        {"ids", id_lists},
+                        {"names", std::vector<std::string>(f.names.begin(), f.names.end())},
+                        {"states", std::vector<std::string>(f.states.begin(), f.states.end())},
+                        {"uids", std::vector<int64_t>(f.uids.begin(), f.uids.end())},
+                        {"signal", sig},
+                        {"quiet", quiet}};
+    return dynres::schedd::print_reply("mjcancel", dynres::schedd::call_scheduler(home, r));
   } catch (const std::exception& e) {
     std::cerr << "mjcancel: error: " << e.what() << "\n";
     return 1;

@@ -13,6 +13,7 @@
 #include "dynres/paths.hpp"
 #include "dynres/proto.hpp"
 #include "dynres/views.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/resize_store.hpp"
 
 int main(int argc, char** argv) {
@@ -57,8 +58,10 @@ int main(int argc, char** argv) {
         auto eq = kv.find('=');
         std::string key = kv.substr(0, eq);
         for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (eq == std::string::npos || (key != "cpus" && key != "state" && key != "reason"))
-          throw std::invalid_argument("update node: unknown setting '" + kv + "' (cpus=N, state=down|drain|resume, reason=TEXT)");
+        if (eq == std::string::npos ||
+            (key != "cpus" && key != "state" && key != "reason" && key != "realmemory" && key != "gres"))
+          throw std::invalid_argument("update node: unknown setting '" + kv +
+                                      "' (cpus=N, state=down|drain|resume, reason=TEXT, realmemory=MB, gres=gpu:N)");
         if (set.count(key)) throw std::invalid_argument("update node: " + key + "= given twice");
         set[key] = kv.substr(eq + 1);
       }
@@ -83,8 +86,8 @@ int main(int argc, char** argv) {
         return 0;
       }
     }
-    dynres::State st(dynres::state_path(home));
     if (rsz->parsed()) {
+      dynres::State st(dynres::state_path(home));
       uint64_t id = dynres::resize::request_resize(home, rs_job, rs_nodes, rs_count);
       auto o = dynres::resize::order(st, id);
       std::cout << "mjcontrol: job " << rs_job << ": " << (o ? dynres::resize::to_string(o->order.kind) : "resize")
@@ -105,19 +108,37 @@ int main(int argc, char** argv) {
     }
     if (update->parsed()) {
       if (set.count("reason")) throw std::invalid_argument("update node: reason= goes with state=");
+      if (set.count("realmemory") || set.count("gres")) {  // as slurm.conf's RealMemory (MB) and Gres=gpu:N
+        if (set.size() > 1) throw std::invalid_argument("update node: realmemory= and gres= go in separate commands");
+        const std::string key = set.begin()->first, val = set.begin()->second;
+        std::string num = val;
+        if (key == "gres") {
+          if (val.rfind("gpu:", 0) != 0 && val != "none")
+            throw std::invalid_argument("update node: invalid gres '" + val + "' (gpu:N or none)");
+          num = val == "none" ? "0" : val.substr(4);
+        }
+        if (num.empty() || num.size() > 12 || num.find_first_not_of("0123456789") != std::string::npos)
+          throw std::invalid_argument("update node: invalid " + key + " '" + val + "' (a whole number >= 0)");
+        struct stat sb {};
+        if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
+          throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
+        std::vector<std::string> names;
+        if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
+        int n = st.set_node_resource(names, key == "gres" ? "gpus" : "mem_mb", std::stoll(num));
+        std::cout << "mjcontrol: " << n << " node(s) now have " << key << "=" << val << "\n";
+        return 0;
+      }
       std::string val = set["cpus"];
       if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)
         throw std::invalid_argument("update node: invalid CPU count '" + val + "' (a whole number >= 1)");
-      struct stat sb {};
-      if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
-        throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
       std::vector<std::string> names;
       if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
-      int n = st.set_node_cpus(names, std::stoi(val));
-      std::cout << "mjcontrol: " << n << " node(s) now have " << val << " CPUs\n";
-      return 0;
+      // owner-or-root is checked by mjsched (dynres/requests.hpp)
+      return dynres::schedd::print_reply(
+          "mjcontrol", dynres::schedd::call_scheduler(home, {{"op", "node_cpus"}, {"nodes", names}, {"cpus", std::stoi(val)}}));
     }
     if (show->parsed()) {
+      dynres::State st(dynres::state_path(home));
       std::vector<dynres::JobRecord> jobs;
       if (!show_id.empty()) {
         for (auto id : dynres::parse_id_list(show_id)) {
@@ -129,32 +150,13 @@ int main(int argc, char** argv) {
         jobs = dynres::select_jobs(st, {});
       }
       double now = dynres::now_seconds();
-      for (auto& j : jobs) std::cout << (json ? dynres::job_to_json(j).dump(2) + "\n" : dynres::render_detail(j, now) + "\n");
+      for (auto& j : jobs) std::cout << (json ? dynres::job_to_json(j).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" : dynres::render_detail(j, now) + "\n");
       return 0;
     }
     const bool h = hold->parsed();
-    int rc = 0;
-    for (auto id : dynres::parse_id_list(h ? hold_ids : release_ids)) {
-      switch (dynres::hold_job(st, home, id, static_cast<int64_t>(::getuid()), h)) {
-        case dynres::HoldResult::done:
-          break;
-        case dynres::HoldResult::not_pending:
-          std::cerr << "mjcontrol: error: job " << id << " is not pending (" << st.job(id)->state
-                    << "): not " << (h ? "held" : "released") << "\n";
-          rc = 1;
-          break;
-        case dynres::HoldResult::not_found:
-          std::cerr << "mjcontrol: error: invalid job id " << id << "\n";
-          rc = 1;
-          break;
-        case dynres::HoldResult::not_owner:
-          std::cerr << "mjcontrol: error: job " << id << ": Access/permission denied (job of user "
-                    << dynres::user_name(st.job(id)->uid) << ")\n";
-          rc = 1;
-          break;
-      }
-    }
-    return rc;
+    // all or nothing, checked by mjsched as the kernel says we are
+    return dynres::schedd::print_reply(
+        "mjcontrol", dynres::schedd::call_scheduler(home, {{"op", h ? "hold" : "release"}, {"ids", h ? hold_ids : release_ids}}));
   } catch (const std::exception& e) {
     std::cerr << "mjcontrol: error: " << e.what() << "\n";
     return 1;

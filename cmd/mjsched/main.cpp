@@ -7,10 +7,35 @@
 #include <iostream>
 
 #include "dynres/config.hpp"
+#include "dynres/power_source.hpp"
 #include "dynres/hostlist.hpp"
 #include "dynres/launch.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/schedd.hpp"
+
+namespace {
+/// The cluster directory and state file must be this user's alone: a
+/// directory another user owns or can write could hold a state file,
+/// configuration or job scripts of theirs (dynres(7), SECURITY).
+void check_private(const std::string& home) {
+  const uid_t me = ::geteuid();
+  struct stat sb {};
+  if (::stat(home.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+    throw std::runtime_error("no cluster directory " + home + (errno == EACCES ? " (permission denied)" : ""));
+  if (sb.st_uid != me)
+    throw std::runtime_error("the cluster directory " + home + " belongs to uid " + std::to_string(sb.st_uid) +
+                             ", not to this user (uid " + std::to_string(me) + "): refusing to use it");
+  if (sb.st_mode & 022)
+    throw std::runtime_error("the cluster directory " + home + " is writable by its group or others: chmod go-w " + home);
+  for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm", "/dynres.yaml"}) {
+    std::string p = home + f;
+    if (::lstat(p.c_str(), &sb) != 0) continue;
+    if (!S_ISREG(sb.st_mode) || sb.st_uid != me)
+      throw std::runtime_error(p + " is not a regular file of this user (uid " + std::to_string(me) + "): refusing to use it");
+    if (sb.st_mode & 022) throw std::runtime_error(p + " is writable by its group or others: chmod go-w " + p);
+  }
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dynres scheduler daemon: runs the scheduling policy on every tick, submission and job end, "
@@ -30,7 +55,11 @@ int main(int argc, char** argv) {
   try {
     dynres::schedd::Daemon d;
     d.home = dynres::cluster_home(home);
+    check_private(d.home);
+    // the whole file is checked before the daemon reports that it started:
+    // the scheduler's sections here, the power model whatever the policy
     d.cfg = dynres::load_config(dynres::config_path(d.home));
+    (void)dynres::power::load_power_model(dynres::config_path(d.home));
     if (!policy.empty()) {
       auto p = dynres::sched::parse_policy(policy);
       if (!p)
@@ -43,8 +72,10 @@ int main(int argc, char** argv) {
         throw std::runtime_error("--launcher: unknown launcher '" + launcher + "' (local|srun)");
       d.cfg.launcher = launcher;
     }
-    if (tick < 0) throw std::runtime_error("--tick must be > 0 seconds");
-    if (tick > 0) d.cfg.tick = tick;
+    if (app.count("--tick")) {
+      if (!(tick > 0 && tick <= 3600)) throw std::runtime_error("--tick must be in (0, 3600] seconds");
+      d.cfg.tick = tick;
+    }
     d.stepd_path = dynres::launch::self_dir() + "/mjstepd";
     if (::access(d.stepd_path.c_str(), X_OK) != 0)
       throw std::runtime_error("cannot find the job supervisor " + d.stepd_path);

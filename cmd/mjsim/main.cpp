@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   bool json = false, quiet = false, progress = false, notes = false;
   dynres::sim::SimOptions o;
   app.add_option("-w,--workload", workload,
-                 "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file")
+                 "esp | batches | power-mix | power-upper | power-lower | power-dynamic | an SWF trace file (.swf, or gzip-compressed .swf.gz)")
       ->required();
   app.add_option("-p,--policy", policy,
                  "fcfs|backfill|easy|fpsma|egs|minagree|perf|power (default: --config's scheduler.policy, else easy)");
@@ -51,9 +51,21 @@ int main(int argc, char** argv) {
   app.add_option("--power-plot", power_plot, "write the draw against the corridor (PNG, gnuplot) to this file");
   app.add_option("-N,--nodes", nodes, "cluster size (default: esp 34, batches 32, SWF: the trace's MaxNodes)")
       ->check(CLI::Range(1, 1000000));
-  auto* mf = app.add_option("-m,--malleable-fraction", fraction, "share of malleable jobs (esp, batches, power-*: default 1)")
+  auto* mf = app.add_option("-m,--malleable-fraction", fraction,
+                            "share of malleable jobs (esp, batches, SWF; power-*: default 1)")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches")->capture_default_str();
+  double moldable = 0;
+  std::string share_range, serial_fraction;
+  app.add_option("--moldable-fraction", moldable, "SWF: share of moldable jobs (chosen after the malleable ones)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--malleable-range", share_range,
+                 "SWF: LO:HI, factors of the recorded size: a malleable or moldable job ranges over "
+                 "[max(1, ceil(LO size)), min(N, floor(HI size))] (default 0.5:2)");
+  app.add_option("--serial-fraction", serial_fraction,
+                 "SWF: Amdahl serial fraction of the malleable and moldable jobs: S, or LO:HI log-uniform "
+                 "(default 0.005:0.1)");
+  app.add_option("--seed", seed, "seed: ESP order and job choice; the batch number for batches; SWF: which jobs "
+                                 "are malleable/moldable and their serial fractions")->capture_default_str();
   app.add_option("--time-scale", scale, "esp: multiply runtimes, the submission interval, the resize costs and the "
                                        "malleable policies' time parameters (as share/dynres/esp --scale and "
                                        "vcluster-boot --time-scale do; results are then in scaled seconds)")
@@ -84,6 +96,17 @@ int main(int argc, char** argv) {
   app.add_flag("--notes", notes, "print the policy's notes (why the power policy kept a broken corridor) on stderr");
   app.add_flag("--progress", progress, "show progress on stderr (default when stderr is a terminal)");
   app.add_flag("-q,--quiet", quiet, "no progress");
+  // NaN passes CLI::Range (every comparison with it is false): refuse it and +-inf in every number option
+  const CLI::Validator finite(
+      [](std::string& v) {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        return end != v.c_str() && !std::isfinite(d) ? "'" + v + "' is not a finite number" : std::string();
+      },
+      "FINITE");
+  for (const char* name : {"--idle-watts", "--node-max-watts", "--grace", "--malleable-fraction", "--time-scale",
+                           "--downey-sigma", "--grow-cost", "--shrink-cost", "--tick", "--tau"})
+    app.get_option(name)->check(finite);
   CLI11_PARSE(app, argc, argv);
   try {
     if (!config.empty()) {
@@ -111,6 +134,9 @@ int main(int argc, char** argv) {
 
     std::vector<dynres::sim::SimJob> jobs;
     std::string note;
+    const bool is_swf = workload != "esp" && workload != "batches" && !dynres::sim::is_power_workload(workload);
+    if (!is_swf && (moldable > 0 || !share_range.empty() || !serial_fraction.empty()))
+      throw std::runtime_error("--moldable-fraction, --malleable-range and --serial-fraction apply to SWF traces only");
     if (workload == "esp") {
       o.nodes = nodes ? nodes : 34;
       jobs = dynres::sim::esp_jobs(o.nodes, fraction, seed, scale);
@@ -146,13 +172,23 @@ int main(int argc, char** argv) {
         o.policy.min_resize_interval *= scale;
       }
     } else {
-      if (fraction > 0) throw std::runtime_error("--malleable-fraction applies to esp and batches, not to SWF traces");
+      dynres::sim::ShareOptions so;
+      so.malleable = fraction;
+      so.moldable = moldable;
+      so.seed = seed;
+      if (!share_range.empty()) dynres::sim::parse_share_range(share_range, so);
+      if (!serial_fraction.empty()) dynres::sim::parse_serial_fraction(serial_fraction, so);
       auto tr = dynres::sim::read_swf(workload, ppn, nodes);
       o.nodes = nodes ? nodes : tr.max_nodes;
       if (o.nodes < 1) throw std::runtime_error(workload + ": no MaxNodes/MaxProcs header; pass --nodes");
       jobs = std::move(tr.jobs);
+      dynres::sim::keep_first(jobs, first);  // the shares are of the jobs simulated
+      so.nodes = o.nodes;
+      auto sc = dynres::sim::apply_shares(jobs, so);
       note = "dropped: " + std::to_string(tr.dropped_too_large) + " larger than the machine, " +
              std::to_string(tr.dropped_invalid) + " without run time or size";
+      if (fraction > 0 || moldable > 0)
+        note += "; malleable: " + std::to_string(sc.malleable) + ", moldable: " + std::to_string(sc.moldable);
     }
     if (!corridor.empty()) o.corridor = dynres::sim::read_corridor(corridor);
     if ((!power_csv.empty() || !power_plot.empty()) && o.corridor.empty())
@@ -197,6 +233,7 @@ int main(int argc, char** argv) {
       j["workload"] = workload;
       j["nodes"] = o.nodes;
       j["malleable_fraction"] = fraction;
+      if (is_swf) j["moldable_fraction"] = moldable;
       j["seed"] = seed;
       if (r.power_tracked && o.policy.policy == dynres::sched::Policy::power)
         j["power"]["mode"] = dynres::sched::to_string(o.policy.power_mode);

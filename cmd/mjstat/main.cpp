@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       if (json) {
         auto o = dynres::job_to_json(*j);
         o["malleable"] = dynres::resize::detail_json(st, j->id);  // protocol phase, MTCT, orders
-        std::cout << o.dump(2) << "\n";
+        std::cout << o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         std::cout << dynres::render_detail(*j, now) << dynres::resize::render_detail(st, j->id);
       }
@@ -95,7 +95,10 @@ int main(int argc, char** argv) {
     if (!gantt.empty()) {
       std::vector<std::string> order;
       for (auto& n : st.nodes()) order.push_back(n.name);
-      dynres::write_gantt_png(gantt, st.allocations(), order, "dynres Gantt chart: " + home);
+      auto allocs = st.allocations();
+      auto lent = dynres::icheck_allocations(st, dynres::now_seconds());  // iCheck's own colour
+      allocs.insert(allocs.end(), lent.begin(), lent.end());
+      dynres::write_gantt_png(gantt, allocs, order, "dynres Gantt chart: " + home);
       std::cerr << "mjstat: wrote " << gantt << "\n";
       if (!metrics && !summary) return 0;
     }
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
       if (time_scale != 1) dynres::rescale_times(jobs, allocs, 1 / time_scale);
       auto m = dynres::compute_metrics(jobs, allocs, static_cast<int>(st.nodes().size()), tau,
                                        dynres::resize_events(st));
-      std::cout << (json ? dynres::to_json(m).dump(2) + "\n"
+      std::cout << (json ? dynres::to_json(m).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                          : dynres::render_metrics(m, static_cast<int>(st.nodes().size())));
       return 0;
     }
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
         o["by_state"] = c;
         auto ping = dynres::proto::request(dynres::sched_socket(home), {{"op", "ping"}}, 500);
         o["scheduler"] = ping ? *ping : nlohmann::json(nullptr);
-        std::cout << o.dump() << "\n";
+        std::cout << o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         std::cout << dynres::render_summary(all) << "\n";
       }
@@ -165,7 +168,7 @@ int main(int argc, char** argv) {
           if (start) o["expected_start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
           arr.push_back(o);
         }
-        std::cout << nlohmann::json{{"jobs", arr}}.dump(2) << "\n";
+        std::cout << nlohmann::json{{"jobs", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         if (iterate > 0) {
           time_t t = static_cast<time_t>(now);

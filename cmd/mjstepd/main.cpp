@@ -17,9 +17,10 @@ int main(int argc, char** argv) {
   app.add_option("--kill-wait", cfg.kill_wait, "seconds from SIGTERM to SIGKILL");
   app.add_option("--go-fd", go_fd, "descriptor to wait on before starting");
   CLI11_PARSE(app, argc, argv);
-  // mjsched runs with umask 077 (its state file is private); job output files
-  // and the job itself get the usual 022. SQLite gives the state file's WAL
-  // the main file's mode, so this does not open the state file up.
+  // mjsched runs with umask 077 (its state file is private). Job output
+  // files get the submitter's umask (recorded by mjsub), the job too; SQLite
+  // gives the state file's WAL the main file's mode. The spool's node file
+  // must be readable by the job's user: 022 for the supervisor's own files.
   ::umask(022);
   try {
     return dynres::launch::run_step(cfg, go_fd);

@@ -5,11 +5,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <iomanip>
+#include <set>
 #include <iostream>
 
 #include "dynres/corridor.hpp"
 #include "dynres/paths.hpp"
+#include "dynres/requests.hpp"
 
 namespace pw = dynres::power;
 
@@ -44,7 +49,14 @@ int main(int argc, char** argv) {
   show->add_option("--until", vuntil_s, "count violations up to this time (default: the last sample)");
   show->add_option("--grace", grace, "seconds an episode outside the corridor may last without counting as a "
                                      "violation (default 0, as mjsim --grace)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(CLI::Validator(
+          [](std::string& v) {  // CLI::Range lets nan through
+            char* e = nullptr;
+            double x = std::strtod(v.c_str(), &e);
+            return e && *e == '\0' && std::isfinite(x) && x >= 0 && x <= 1e9 ? std::string()
+                                                                               : "'" + v + "' is not a number of seconds in [0, 1e9]";
+          },
+          "SECONDS in [0, 1e9]"));
 
   auto* hist = app.add_subcommand("history", "corridors recorded");
   std::string since_s = "0";
@@ -64,6 +76,17 @@ int main(int argc, char** argv) {
   plot->add_option("-o,--output", output, "PNG file to write")->required();
   plot->add_option("--since", since_s, "only samples from this time on");
 
+  // "set -5 1000": CLI11 would take -5 for an option and say "arguments
+  // were not expected"; a negative bound is a bad value, named as such
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "set")
+      for (int k = i + 1; k < argc; ++k)
+        if (argv[k][0] == '-' && (std::isdigit(static_cast<unsigned char>(argv[k][1])) || argv[k][1] == '.') &&
+            !std::set<std::string>{"--at", "--reason", "--lower", "--upper", "--home"}.count(argv[k - 1])) {
+          std::cerr << "pcorridor: error: bound '" << argv[k]
+                    << "' is negative: the corridor is LOWER UPPER in watts, both >= 0\n";
+          return 2;
+        }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -81,8 +104,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    dynres::State st(dynres::state_path(home));
-    auto model = pw::load_power_model(dynres::config_path(home));
     double now = dynres::now_seconds();
     if (*set) {
       if (pos.size() == 1) throw pw::InputError("give both LOWER and UPPER (or --lower and --upper)");
@@ -94,12 +115,14 @@ int main(int argc, char** argv) {
       r.lower = pw::parse_watts(lower_s, "lower bound");
       r.upper = pw::parse_watts(upper_s, "upper bound");
       if (!at_s.empty()) r.at = pw::parse_time(at_s, now);
-      r.reason = reason;
-      r.force = force;
-      r.now = now;
-      auto out = pw::set_corridor(st, model, r);
-      if (out.changed) {
-        bool woke = pw::wake_scheduler(home);
+      // recorded by mjsched, which checks that we are the cluster's owner or root
+      nlohmann::json q = {{"op", "corridor_set"}, {"lower", r.lower}, {"upper", r.upper},
+                          {"reason", dynres::schedd::encode_bytes(reason)}, {"force", force}};
+      if (r.at) q["at"] = *r.at;
+      auto rep = dynres::schedd::call_scheduler(home, q);
+      if (rep.contains("error") || rep.value("rc", 1) != 0) return dynres::schedd::print_reply("pcorridor", rep);
+      if (rep.value("changed", false)) {
+        bool woke = !rep.value("local", false);  // mjsched recorded it and runs a pass
         std::cout << "corridor " << r.lower << " - " << r.upper << " W recorded"
                   << (r.at ? " (effective at " + at_s + ")" : "") << "; scheduler "
                   << (woke ? "woken" : "not running") << "\n";
@@ -108,6 +131,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    dynres::State st(dynres::state_path(home));
+    auto model = pw::load_power_model(dynres::config_path(home));
     if (*show) {
       pw::ViolationWindow vw;
       if (!vsince_s.empty()) vw.since = pw::parse_time(vsince_s, now);
@@ -115,7 +140,7 @@ int main(int argc, char** argv) {
       if (vw.until < vw.since) throw pw::InputError("--until is before --since");
       vw.grace = grace;
       auto j = pw::show(st, model, now, vw);
-      if (json_out) std::cout << j.dump(2) << "\n";
+      if (json_out) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << pw::show_text(j);
       return 0;
     }
@@ -127,7 +152,7 @@ int main(int argc, char** argv) {
         for (auto& r : rows)
           a.push_back({{"id", r.id}, {"set_time", r.set_time}, {"effective_time", r.effective_time}, {"lower", r.lower},
                        {"upper", r.upper}, {"reason", r.reason}, {"forced", r.forced}});
-        std::cout << a.dump(2) << "\n";
+        std::cout << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         for (auto& r : rows) {
           std::time_t t = static_cast<std::time_t>(r.effective_time);

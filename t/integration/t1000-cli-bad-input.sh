@@ -64,7 +64,7 @@ bad "non-numeric nodes" "--nodes|four" -- mjsub -N four ok.sh
 bad "alias --min-nodes-invasic bad" "--min-nodes" -- mjsub --min-nodes-invasic x ok.sh
 
 # time limits
-bad "malformed time 1:99" "--time|1:99" -- mjsub -t 1:99 ok.sh
+bad "malformed time 1:9x" "--time|1:9x" -- mjsub -t 1:9x ok.sh
 bad "malformed time abc" "--time|abc" -- mjsub -t abc ok.sh
 bad "malformed time 1:2:3:4" "--time|1:2:3:4" -- mjsub --time=1:2:3:4 ok.sh
 bad "negative time" "--time" -- mjsub -t=-5 ok.sh
@@ -82,8 +82,8 @@ write_script "$W/bogus.sh" '#!/bin/bash' '#SBATCH -N 1' '#SBATCH --bogus' 'echo 
 bad "unknown directive" "line 3|--bogus" -- mjsub bogus.sh
 write_script "$W/badval.sh" '#!/bin/bash' '# a comment' '' '#SBATCH --nodes=abc' 'echo never'
 bad "bad directive value" "line 4|--nodes|abc" -- mjsub badval.sh
-write_script "$W/badtime.sh" '#!/bin/bash' '#MJ -t 1:99' 'true'
-bad "bad #MJ time" "line 2|--time|1:99" -- mjsub badtime.sh
+write_script "$W/badtime.sh" '#!/bin/bash' '#MJ -t 1:9x' 'true'
+bad "bad #MJ time" "line 2|--time|1:9x" -- mjsub badtime.sh
 write_script "$W/range.sh" '#!/bin/bash' '#SBATCH --min-nodes=3 --max-nodes=2' 'true'
 bad "min > max from directives" "--min-nodes|--max-nodes" -- mjsub range.sh
 write_script "$W/quote.sh" '#!/bin/bash' '#SBATCH -J "unterminated' 'true'
@@ -141,7 +141,7 @@ t_run mjstat -j "$OVER" --json
 assert_eq 0 "$T_RC" "mjstat -j $OVER --json"
 J=$T_OUT
 assert_eq fromcli "$(json_get name <<<"$J")" "override: name from the command line"
-assert_eq 30 "$(json_get time_limit_s <<<"$J")" "override: time limit from the command line"
+assert_eq 60 "$(json_get time_limit_s <<<"$J")" "override: time limit from the command line (0:30 rounds up to a minute, as Slurm)"
 assert_eq 2 "$(json_get nodes_requested <<<"$J")" "override: nodes from the command line"
 assert_eq rigid "$(json_get kind <<<"$J")" "override: kind"
 assert_eq 90 "$(json_get max_power_w <<<"$J")" "override: directive not overridden stays"
@@ -184,8 +184,8 @@ assert_eq "moldable|2|4|even" "$(sq "$C" "SELECT kind||'|'||min_nodes||'|'||max_
 wait_state 30 "$C" "$MOLD_ID" COMPLETED
 assert_file_content "$W/over-$OVER.out" "name=fromcli nodes=2 list=$(job_col "$C" "$OVER" nodelist)" \
   "override job output"
-assert_file_content "$W/mj-$STDIN_ID.out" "from stdin $STDIN_ID" "stdin job output (default mj-%j.out)"
-assert_file_content "$W/mj-$DASH_ID.out" "from stdin $DASH_ID" "stdin ('-') job output"
+assert_file_content "$W/slurm-$STDIN_ID.out" "from stdin $STDIN_ID" "stdin job output (default slurm-%j.out)"
+assert_file_content "$W/slurm-$DASH_ID.out" "from stdin $DASH_ID" "stdin ('-') job output"
 assert_file_content "$W/out-$JSON_ID-expand.txt" "name=expand nodes=1 list=$(job_col "$C" "$JSON_ID" nodelist)" \
   "-o out-%j-%x.txt expanded"
 assert_file_content "$W/err-$JSON_ID.txt" "" "-e file exists, empty"

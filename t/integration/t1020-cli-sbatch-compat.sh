@@ -139,10 +139,17 @@ assert_eq "rigid 2 6 / 2 6 6 1 4 6 " "$(tasks_case -n 6)" "-n 6 on 4-CPU nodes: 
 assert_eq "rigid 3 6 / 3 6 6 2 4 6 " "$(tasks_case -n 6 -c 2)" "-n 6 -c 2: 3 nodes"
 assert_eq "rigid 3 6 / 3 6 6 1 4 6 " "$(tasks_case --ntasks-per-node 2 -N 3)" "--ntasks-per-node 2 -N 3: 6 tasks"
 assert_eq "rigid 2 0 / 2 2 2 1 4 2 " "$(tasks_case -N 2)" "-N 2 alone: one task per node"
+t_run mjsub --parsable --hold -n 2 -N 3 tasks.sh   # Slurm: warns and uses 2 nodes
+assert_contains "$T_ERR" "can't run 2 processes on 3 nodes, setting nnodes to 2" "-n 2 -N 3: Slurm's warning"
+assert_eq "rigid 2 2" "$(sq "$C" "SELECT kind, req_nodes, ntasks FROM jobs WHERE id=$T_OUT" | tr '|' ' ')" "-n 2 -N 3: 2 nodes"
+t_run mjsub --parsable --hold -n 6 -N 1-4 tasks.sh  # a node range with tasks: narrowed to 2-4 nodes
+assert_eq "moldable 2 4 6" "$(sq "$C" "SELECT kind, min_nodes, max_nodes, ntasks FROM jobs WHERE id=$T_OUT" | tr '|' ' ')" \
+  "-n 6 -N 1-4 on 4-CPU nodes: a moldable job of 2 to 4 nodes"
+for id in $(sq "$C" "SELECT id FROM jobs WHERE state='PENDING'"); do mjcancel "$id"; done
 before=$(state_digest "$C")
 for args in "-c 5|--cpus-per-task (5) is more than the CPUs of a node (4)" \
-  "-n 9 -N 2|--ntasks (9) does not fit on --nodes (2)" "-n 2 -N 3|fewer tasks than --nodes (3)" \
-  "--ntasks-per-node 3 -c 2|--ntasks-per-node (3) x --cpus-per-task (2)" "-n 4 -N 1-2|not a node range" \
+  "-n 9 -N 2|--ntasks (9) does not fit on --nodes (2)" "-n 20 -N 1-2|does not fit on at most 2 nodes" \
+  "--ntasks-per-node 3 -c 2|--ntasks-per-node (3) x --cpus-per-task (2)" \
   "-n 17|needs 5 nodes of 4 CPUs" "-n 0|--ntasks: invalid task count '0'" "-c x|--cpus-per-task: invalid CPU count 'x'"; do
   # shellcheck disable=SC2086
   t_run mjsub ${args%%|*} tasks.sh

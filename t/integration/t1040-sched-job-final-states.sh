@@ -21,7 +21,7 @@ write_script "$T_TMP/long.sh" '#!/bin/bash' 'sleep 300'
 write_script "$T_TMP/trap.sh" '#!/bin/bash' 'trap "" TERM' 'sleep 300 & wait; sleep 300'
 
 OK=$(sub "$T_TMP/ok.sh") THREE=$(sub "$T_TMP/three.sh") SIG=$(sub "$T_TMP/sig.sh")
-TO=$(sub -t 0:02 "$T_TMP/trap.sh")              # ignores SIGTERM: needs the SIGKILL
+TO=$(sub --time-exact 0:02 "$T_TMP/trap.sh")              # ignores SIGTERM: needs the SIGKILL
 wait_for 30 "the short jobs ended" bash -c "[[ \$(sqlite3 '$C/state.db' \"SELECT COUNT(*) FROM jobs WHERE id IN ($OK,$THREE,$SIG) AND state NOT IN ('PENDING','RUNNING')\") == 3 ]]"
 
 # field ID KEY — one key of mjstat -j ID --json

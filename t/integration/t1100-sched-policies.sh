@@ -10,7 +10,7 @@
 #   backfill: C starts at once, before B.
 #   easy:     C starts at once (it ends before B's reservation at A's start
 #             + 40 s); D would end after it, so D waits for B.
-# Then: a job over its limit (-t 0:02, sleep 30) ends TIMEOUT, also when it
+# Then: a job over its limit (--time-exact 0:02, sleep 30) ends TIMEOUT, also when it
 # ignores SIGTERM (SIGKILL after kill_wait); mjcancel of a running job ends
 # it CANCELLED with all its processes gone; mjcancel of a pending job
 # cancels it without it ever starting. About 20 s.
@@ -42,11 +42,11 @@ sub() {
   return 1
 }
 declare -A A B C
-for p in "${POLICIES[@]}"; do A[$p]=$(sub "$p" A -N 3 -t 0:40 wait.sh) || t_fatal "cannot submit A"; done
+for p in "${POLICIES[@]}"; do A[$p]=$(sub "$p" A -N 3 --time-exact 0:40 wait.sh) || t_fatal "cannot submit A"; done
 for p in "${POLICIES[@]}"; do wait_state 20 "$T_TMP/c-$p" "${A[$p]}" RUNNING || t_fatal "A did not start on $p"; done
 for p in "${POLICIES[@]}"; do
-  B[$p]=$(sub "$p" B -N 4 -t 0:10 quick.sh) || t_fatal "cannot submit B"
-  C[$p]=$(sub "$p" C -N 1 -t 0:05 quick.sh) || t_fatal "cannot submit C"
+  B[$p]=$(sub "$p" B -N 4 --time-exact 0:10 quick.sh) || t_fatal "cannot submit B"
+  C[$p]=$(sub "$p" C -N 1 --time-exact 0:05 quick.sh) || t_fatal "cannot submit C"
 done
 D=$(sub easy D -N 1 -t 5:00 quick.sh) || t_fatal "cannot submit D"
 cf=$T_TMP/c-fcfs cb=$T_TMP/c-backfill ce=$T_TMP/c-easy
@@ -86,8 +86,8 @@ assert_eq COMPLETED "$(job_state "$ce" "$D")" "easy: D COMPLETED"
 # ---------------------------------------------------------------- time limit
 write_script "$T_TMP/w-easy/slow.sh" '#!/bin/bash' 'echo started; sleep 30; echo never'
 write_script "$T_TMP/w-easy/stubborn.sh" '#!/bin/bash' "trap '' TERM" 'echo started; sleep 30; echo never'
-T1=$(sub easy slow -t 0:02 -o slow.out slow.sh) || t_fatal "cannot submit slow"
-T2=$(sub easy stubborn -t 0:02 -o stubborn.out stubborn.sh) || t_fatal "cannot submit stubborn"
+T1=$(sub easy slow --time-exact 0:02 -o slow.out slow.sh) || t_fatal "cannot submit slow"
+T2=$(sub easy stubborn --time-exact 0:02 -o stubborn.out stubborn.sh) || t_fatal "cannot submit stubborn"
 
 # ---------------------------------------------------------------- mjcancel
 MARK="dynres-cancel-marker-$$-$RANDOM"

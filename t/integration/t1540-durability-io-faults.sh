@@ -12,7 +12,7 @@
 #     application at icheck_finalize (ICHECK_EIO, named), the agent keeps
 #     running, and a rerun restores the newest version from agent memory and
 #     ends with the uninterrupted result;
-#   - mjsub when the state file's disk is full (pwrite -> ENOSPC): refused with
+#   - mjsub when the state file's disk is full (mjsched's pwrite -> ENOSPC): refused with
 #     a message, the state file unchanged.
 # Not covered: rename faults (ckstore renames with renameat2, which libfiu
 # does not wrap) and open faults (they also fail the program's own start-up).
@@ -86,15 +86,24 @@ enable name=posix/io/sync/fsync,failinfo=5
 enable name=posix/io/rw/write,failinfo=28
 EOF3
 
-# mjsub on a full disk
+# mjsub on a full disk: the scheduler records submissions, so its writes fail
+# (mjsched under fiu-run; the fault is switched on and off with fiu-ctrl)
 C=$T_TMP/c
 boot_cluster "$C" 2 --tick 5
+kill -TERM "$(sched_pid "$C")"
+wait_for 10 "the booted scheduler stopped" test ! -S "$C/mjsched.sock"
+fiu-run -x -f "$T_TMP/fiu" mjsched --home "$C" >>"$C/mjsched.log" 2>&1 &
+SP=$!
+bg_register $SP
+wait_for 10 "mjsched under fiu-run is up" test -S "$C/mjsched.sock"
 write_script "$T_TMP/job.sh" '#!/bin/bash' 'true'
 before=$(state_digest "$C")
-t_run fiu-run -x -c 'enable name=posix/io/rw/pwrite,failinfo=28' mjsub -o "$T_TMP/%j.out" "$T_TMP/job.sh"
+fiu-ctrl -f "$T_TMP/fiu" -c 'enable name=posix/io/rw/pwrite,failinfo=28' "$SP" || t_fatal "fiu-ctrl enable failed"
+t_run mjsub -o "$T_TMP/%j.out" "$T_TMP/job.sh"
+fiu-ctrl -f "$T_TMP/fiu" -c 'disable name=posix/io/rw/pwrite' "$SP"
 assert_eq 1 "$T_RC" "mjsub on a full disk exits 1"
 assert_contains "$T_ERR" "database or disk is full" "mjsub says the disk is full"
 assert_eq "$before" "$(state_digest "$C")" "the state file is unchanged"
 t_run mjsub -o "$T_TMP/%j.out" "$T_TMP/job.sh"
-assert_eq 0 "$T_RC" "mjsub works again once the disk has room"
+assert_eq 0 "$T_RC" "mjsub works again once the disk has room ($T_ERR)"
 t_done

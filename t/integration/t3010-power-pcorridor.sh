@@ -3,7 +3,7 @@
 # every bad input exits 2 with a message naming the problem and leaves the
 # state file unchanged (also before the power schema exists); set records
 # the corridor with time and reason, is idempotent and silent when nothing
-# changed, wakes mjsched with a {"op":"wake"} frame; show --json reports the
+# changed, goes to mjsched as a corridor_set request; show --json reports the
 # modelled draw of a running job with power hints, headroom and the Eq.
 # 5.4/5.5 guarantees; sample writes one modelled reading per node; history
 # and plot work (plot output path with a space and a quote). About 10 s.
@@ -66,6 +66,8 @@ s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); s.settimeou
 c, _ = s.accept(); n = struct.unpack(">I", c.recv(4))[0]; b = b""
 while len(b) < n: b += c.recv(n - len(b))
 print(b.decode())
+r = b'{"rc":0,"changed":true,"out":"","err":""}'
+c.sendall(struct.pack(">I", len(r)) + r)
 PY
 py=$!
 bg_register $py
@@ -73,7 +75,9 @@ wait_for 10 "the wake listener" test -S "$F/mjsched.sock"
 t_run pcorridor --home "$F" set 500 980
 assert_contains "$T_OUT" "scheduler woken" "set reports the wake-up ($T_ERR)"
 wait $py
-assert_contains "$(cat "$T_TMP/wake.txt")" '"op":"wake"' "mjsched socket got {\"op\":\"wake\"}"
+# the change is a request to mjsched, which records it and runs a pass
+assert_contains "$(cat "$T_TMP/wake.txt")" '"op":"corridor_set"' "mjsched's socket got the corridor_set request"
+assert_contains "$(cat "$T_TMP/wake.txt")" '"lower":500.0' "... with the lower bound"
 
 # ---------------------------------------------------------------- show / sample
 write_script "$T_TMP/heat.sh" '#!/bin/sh' 'sleep 30'

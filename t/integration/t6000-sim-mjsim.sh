@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # mjsim end to end: the SWF reference figures of an independent simulator
-# (lublin_256.swf, 10,000 jobs on 256 nodes) within 0.5 %;
+# (share/dynres/traces/lublin_256.swf.gz, 10,000 jobs on 256 nodes) within 0.5 %;
 # outputs (--json, --csv, --gantt); every malleable policy on ESP and on a
 # [Finnerty24] batch; bad input refused with a message and a non-zero exit.
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 240
 [[ -x $DYNRES_BIN/mjsim ]] || t_skip "mjsim is not built"
 
-TRACE=$DYNRES_SRC/../shared/traces/lublin_256.swf
-[[ -r $TRACE ]] || t_fatal "the reference trace $TRACE is missing (shared/ must sit beside the repository)"
+TRACE=$DYNRES_SRC/share/dynres/traces/lublin_256.swf.gz
+[[ -r $TRACE ]] || t_fatal "the reference trace $TRACE is missing (it ships with the repository)"
 
 # within REF ACTUAL WHAT — |actual - ref| <= 0.5 % of ref
 within() {
@@ -77,7 +77,6 @@ done <<EOF2
 -w esp -p sjf|unknown policy 'sjf'
 -w $T_TMP/none.swf|cannot read the trace
 -w $T_TMP/bad.swf|bad.swf:2: field 4 is not a number
--w $TRACE -m 0.5|applies to esp and batches
 -w esp --config $T_TMP/bad.yaml|management must be prma or pwma
 -w esp --config $T_TMP/missing.yaml|cannot read
 -w esp --model gustafson|--model must be amdahl or downey

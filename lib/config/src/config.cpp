@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
+#include <type_traits>
 #include <set>
 
 namespace dynres {
@@ -22,11 +24,18 @@ void check_keys(const YAML::Node& n, const std::string& section, const std::set<
 template <class T>
 T get(const YAML::Node& n, const char* key, T def, const std::string& where, const std::string& path) {
   if (!n || !n.IsMap() || !n[key]) return def;
+  T v;
   try {
-    return n[key].as<T>();
+    v = n[key].as<T>();
   } catch (const YAML::Exception&) {
     throw ConfigError(path + ": bad value for '" + where + "." + key + "'");
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    // .nan, .inf and 1e400 parse as doubles; no setting here means them
+    if (!std::isfinite(v))
+      throw ConfigError(path + ": '" + where + "." + key + "' must be a finite number, not " + n[key].as<std::string>());
+  }
+  return v;
 }
 
 /// scheduler.malleable: parameters of the malleable policies (dynres.yaml(5)).
@@ -55,13 +64,35 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
   if (!(pc.mtct_threshold >= 0)) throw ConfigError(path + ": " + w + ".mtct_threshold must be >= 0");
 }
 
+/// scheduler.icheck: iCheck-aware scheduling [John24 §7.3.2.2] (dynres.yaml(5)).
+void load_icheck(const YAML::Node& m, Config& c, const std::string& path) {
+  const std::string w = "scheduler.icheck";
+  check_keys(m, w, {"favour", "reclaim_free", "status_timeout"}, path);
+  auto f = get<std::string>(m, "favour", sched::to_string(c.policy.icheck_favour), w, path);
+  auto fv = sched::parse_icheck_favour(f);
+  if (!fv) throw ConfigError(path + ": unknown " + w + ".favour '" + f + "' (icheck|applications)");
+  c.policy.icheck_favour = *fv;
+  c.policy.icheck_reclaim_free = get<double>(m, "reclaim_free", c.policy.icheck_reclaim_free, w, path);
+  if (!(c.policy.icheck_reclaim_free >= 0 && c.policy.icheck_reclaim_free < 1))
+    throw ConfigError(path + ": " + w + ".reclaim_free must be a fraction in [0, 1)");
+  c.icheck_status_timeout = get<double>(m, "status_timeout", c.icheck_status_timeout, w, path);
+  if (!(c.icheck_status_timeout > 0 && c.icheck_status_timeout <= 86400))
+    throw ConfigError(path + ": " + w + ".status_timeout must be in (0, 86400] seconds");
+}
+
 /// scheduler.power: parameters of the power policy (dynres.yaml(5)).
 void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string& path) {
   const std::string w = "scheduler.power";
   check_keys(m, w,
-             {"mode", "favour_malleable", "max_tries", "ilp_time_limit", "pass_budget", "forecast_interval",
-              "forecast_window"},
+             {"mode", "favour_malleable", "max_tries", "ilp_jobs", "ilp_steps", "pass_steps", "forecast_interval",
+              "forecast_window", "ilp_time_limit", "pass_budget"},
              path);
+  // the wall-clock bounds are gone: a pass is bounded by problem size and lp_solve steps (deterministic)
+  for (const char* k : {"ilp_time_limit", "pass_budget"})
+    if (m[k])
+      throw ConfigError(path + ": " + w + "." + k +
+                        " is no longer read: the power pass is bounded by ilp_jobs, ilp_steps and pass_steps "
+                        "(lp_solve steps, not seconds), so its decisions do not depend on the machine's speed");
   auto mode = sched::parse_power_mode(get<std::string>(m, "mode", sched::to_string(pc.power_mode), w, path));
   if (!mode) throw ConfigError(path + ": " + w + ".mode must be aware, runtime, proactive or reactive");
   pc.power_mode = *mode;
@@ -75,12 +106,15 @@ void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string&
   pc.power_max_tries = get<int>(m, "max_tries", pc.power_max_tries, w, path);
   if (pc.power_max_tries < 1 || pc.power_max_tries > 64)
     throw ConfigError(path + ": " + w + ".max_tries must be between 1 and 64");
-  pc.power_ilp_time_limit = get<double>(m, "ilp_time_limit", pc.power_ilp_time_limit, w, path);
-  if (!(pc.power_ilp_time_limit > 0 && pc.power_ilp_time_limit <= 10))
-    throw ConfigError(path + ": " + w + ".ilp_time_limit must be > 0 and <= 10 seconds");
-  pc.power_pass_budget = get<double>(m, "pass_budget", pc.power_pass_budget, w, path);
-  if (!(pc.power_pass_budget > 0 && pc.power_pass_budget <= 60))
-    throw ConfigError(path + ": " + w + ".pass_budget must be > 0 and <= 60 seconds");
+  pc.power_ilp_jobs = get<int>(m, "ilp_jobs", pc.power_ilp_jobs, w, path);
+  if (pc.power_ilp_jobs < 1 || pc.power_ilp_jobs > 4096)
+    throw ConfigError(path + ": " + w + ".ilp_jobs must be between 1 and 4096");
+  pc.power_ilp_steps = get<long>(m, "ilp_steps", pc.power_ilp_steps, w, path);
+  if (pc.power_ilp_steps < 100 || pc.power_ilp_steps > 100000000)
+    throw ConfigError(path + ": " + w + ".ilp_steps must be between 100 and 100000000 lp_solve steps");
+  pc.power_pass_steps = get<long>(m, "pass_steps", pc.power_pass_steps, w, path);
+  if (pc.power_pass_steps < 100 || pc.power_pass_steps > 1000000000)
+    throw ConfigError(path + ": " + w + ".pass_steps must be between 100 and 1000000000 lp_solve steps");
 }
 
 }  // namespace
@@ -99,7 +133,9 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck", "nodes"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power"}, path);
+  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power",
+                                  "icheck"},
+             path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
   if (!p)
@@ -107,12 +143,14 @@ Config load_config(const std::string& path) {
   c.policy.policy = *p;
   load_malleable(s ? s["malleable"] : YAML::Node(), c.policy, path);
   load_power(s ? s["power"] : YAML::Node(), c.policy, path);
+  load_icheck(s ? s["icheck"] : YAML::Node(), c, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
-  if (!(c.tick > 0)) throw ConfigError(path + ": scheduler.tick must be > 0 seconds");
+  if (!(c.tick > 0 && c.tick <= 3600)) throw ConfigError(path + ": scheduler.tick must be in (0, 3600] seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);
-  if (!(c.policy.default_time_limit > 0)) throw ConfigError(path + ": scheduler.default_time_limit must be > 0");
+  if (!(c.policy.default_time_limit > 0 && c.policy.default_time_limit <= 1e9))
+    throw ConfigError(path + ": scheduler.default_time_limit must be in (0, 1e9] seconds");
   c.kill_wait = get<double>(s, "kill_wait", c.kill_wait, "scheduler", path);
-  if (c.kill_wait < 0) throw ConfigError(path + ": scheduler.kill_wait must be >= 0");
+  if (!(c.kill_wait >= 0 && c.kill_wait <= 86400)) throw ConfigError(path + ": scheduler.kill_wait must be in [0, 86400] seconds");
   auto rz = s ? s["resize"] : YAML::Node();
   check_keys(rz, "scheduler.resize", {"timeout", "backoff", "restart_timeout", "shrink_by_count"}, path);
   const std::string rw = "scheduler.resize";

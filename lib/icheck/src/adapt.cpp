@@ -11,7 +11,10 @@
 // Restore on M processes: N is read from the agent's version list or the
 // second-level manifest. M == N: Client::restart, then every rank takes its
 // own regions (agents or second level), CONSTANT objects are broadcast from
-// rank 0. M != N: the second level (agents are asked to flush first); rank 0
+// rank 0. M != N: from the agents' memory when they hold every old rank's
+// piece (each agent checks its regions' checksums; every rank reads by RMA
+// only the byte ranges it needs, Client::agent_pieces/read_agent), else the
+// second level (agents are asked to flush first); rank 0
 // reads the N metadata regions and broadcasts them; every rank rebuilds the
 // old layout of each distributed object, plans its copies with
 // dist::plan(old, new, rank) and reads only the byte ranges of the old parts
@@ -20,6 +23,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -47,10 +51,49 @@ const char* dist_name(dist::Kind k) {
 }
 }  // namespace
 
+/// The N-process version a redistributing restore reads: from the agents'
+/// memory (agents != null: per old rank the holding agent and its regions)
+/// or from the second level (st, m).
 struct Adapt::Old {
   std::unique_ptr<ckstore::Store> st;
   ckstore::Manifest m;
+  json agents;             ///< from the agents: [{agent, total, regions}] per old rank, else null
+  int64_t v = 0;
   std::vector<json> meta;  ///< per old rank: its metadata
+  struct Reg {
+    int type = 0;
+    uint64_t count = 0, offset = 0, bytes = 0;
+    const ckstore::Region* pfs = nullptr;
+  };
+  /// Region `label` of old rank `rank`, or nullopt.
+  std::optional<Reg> find(int rank, const std::string& label) const {
+    if (!agents.is_null()) {
+      if (rank < 0 || size_t(rank) >= agents.size()) return std::nullopt;
+      for (auto& x : agents[size_t(rank)]["regions"])
+        if (x.value("label", "") == label) {
+          Reg r;
+          r.type = x.value("type", 0), r.count = x.value("count", uint64_t(0)), r.offset = x.value("offset", uint64_t(0));
+          r.bytes = r.count * icheck_elem_size(r.type);
+          return r;
+        }
+      return std::nullopt;
+    }
+    const ckstore::Region* reg = m.find(rank, label);
+    if (!reg) return std::nullopt;
+    Reg r;
+    r.type = int(reg->info.type), r.count = reg->info.count, r.bytes = reg->bytes(), r.pfs = reg;
+    return r;
+  }
+  /// Bytes [off, off+n) of region `r` of old rank `rank` into dst; throws.
+  void read(Client& c, int rank, const Reg& r, uint64_t off, void* dst, uint64_t n) const {
+    if (off > r.bytes || n > r.bytes - off) throw std::runtime_error("read outside a stored region");
+    if (!agents.is_null()) {
+      if (!c.read_agent(agents[size_t(rank)]["agent"].get<int>(), rank, v, r.offset + off, dst, n))
+        throw std::runtime_error(c.last_error());
+      return;
+    }
+    st->read_range(m, *r.pfs, off, dst, size_t(n));
+  }
 };
 
 bool Adapt::special() const {
@@ -284,6 +327,36 @@ int Adapt::restart() {
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }
+  // M != N, the agents hold the version: read the old ranks' pieces from
+  // their memory (resize from agent memory, [John24 §7.4.4]); nothing waits
+  // for the second level. When a piece is gone (an agent died), the second
+  // level below.
+  if (comm.bcast(v.restart_src) == "agents") {
+    json a = json::parse(c_.agent_pieces(v.restart_v, int(n), kMetaLabel, kMaxMetaBytes), nullptr, false);
+    if (a.is_object() && a.value("ok", false)) {
+      auto old = std::make_shared<Old>();
+      old->agents = a["slots"];
+      old->v = v.restart_v;
+      bool good = true;
+      for (int i = 0; i < int(n) && good; ++i) {
+        json j = json::parse(a["meta"][size_t(i)].get<std::string>(), nullptr, false);
+        good = j.is_object() && j.value("rank", -1) == i && j.value("nranks", -1) == int(n) && j.contains("entries") &&
+               j["entries"].is_array();
+        old->meta.push_back(std::move(j));
+      }
+      if (good) {
+        old_ = old;
+        old_n_ = int(n);
+        version_ = v.restart_v;
+        mode_ = Mode::Redist;
+        return ICHECK_OK;
+      }
+      if (comm.rank() == 0) std::fprintf(stderr, "icheck: WARNING: redistribution metadata from the agents is malformed; using the second level\n");
+    } else if (comm.rank() == 0) {
+      std::fprintf(stderr, "icheck: WARNING: %s; restoring from the second level\n",
+                   a.is_object() ? a.value("err", std::string("?")).c_str() : "?");
+    }
+  }
   // M != N: the second level. Agents holding the version write it first.
   if (comm.bcast(v.restart_src) == "agents" && !c_.flush_agents() && comm.rank() == 0)
     std::fprintf(stderr, "icheck: WARNING: %s\n", c_.last_error());
@@ -418,28 +491,25 @@ int Adapt::restore_entry(Entry& e, void* ptr, size_t count) {
 
 int Adapt::restore_redist(Entry& e, void* ptr) {
   Old& o = *old_;
-  const ckstore::Manifest& m = o.m;
-  const uint64_t ver = m.version;
   const int r = c_.restart_view().comm->rank(), N = old_n_;
   auto fail = [&](int rc, const std::string& why) {
     c_.set_error("restore of '" + e.label + "' from " + std::to_string(N) + " processes: " + why);
     return rc;
   };
   // one stored region of an old rank, checked against this object
-  auto region = [&](int rank, uint64_t want_count) -> const ckstore::Region* {
-    const ckstore::Region* reg = m.find(rank, e.label);
-    if (!reg) return nullptr;
-    if (int(reg->info.type) != e.type || reg->info.count != want_count) return nullptr;
+  auto region = [&](int rank, uint64_t want_count) -> std::optional<Old::Reg> {
+    auto reg = o.find(rank, e.label);
+    if (!reg || reg->type != e.type || reg->count != want_count) return std::nullopt;
     return reg;
   };
   auto read_whole = [&](int rank) {
-    const ckstore::Region* reg = m.find(rank, e.label);
+    auto reg = o.find(rank, e.label);
     if (!reg) return fail(ICHECK_ENOENT, "rank " + std::to_string(rank) + " stored no such region");
-    if (int(reg->info.type) != e.type || reg->info.count != e.count)
-      return fail(ICHECK_EMISMATCH, "stored " + std::to_string(reg->info.count) + " elements of type " +
-                                        std::to_string(int(reg->info.type)) + ", restoring " + std::to_string(e.count) +
+    if (reg->type != e.type || reg->count != e.count)
+      return fail(ICHECK_EMISMATCH, "stored " + std::to_string(reg->count) + " elements of type " +
+                                        std::to_string(reg->type) + ", restoring " + std::to_string(e.count) +
                                         " of type " + std::to_string(e.type));
-    o.st->read_region(ver, rank, e.label, ptr, e.count * e.es);
+    o.read(c_, rank, *reg, 0, ptr, e.count * e.es);
     return int(ICHECK_OK);
   };
   switch (e.role) {
@@ -483,8 +553,9 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
       global.resize(e.layout.global * e.es);
       uint64_t off = 0;
       for (int i = 0; i < N; ++i) {
-        if (counts[size_t(i)] && !region(i, counts[size_t(i)])) return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(i) + " missing");
-        if (counts[size_t(i)]) o.st->read_region(ver, i, e.label, global.data() + off * e.es, counts[size_t(i)] * e.es);
+        auto reg = counts[size_t(i)] ? region(i, counts[size_t(i)]) : std::nullopt;
+        if (counts[size_t(i)] && !reg) return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(i) + " missing");
+        if (counts[size_t(i)]) o.read(c_, i, *reg, 0, global.data() + off * e.es, counts[size_t(i)] * e.es);
         off += counts[size_t(i)];
       }
     }
@@ -524,11 +595,20 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
   std::vector<char> buf;
   char* dst = static_cast<char*>(ptr);
   for (auto& [src, lohi] : span) {
-    const ckstore::Region* reg = region(src, counts[size_t(src)]);
+    auto reg = region(src, counts[size_t(src)]);
     if (!reg) return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(src) + " missing or of another size");
     const uint64_t lo = lohi.first, n = lohi.second - lohi.first;
+    // one contiguous move (BLOCK): straight into the object, no bounce
+    const dist::Move* only = nullptr;
+    size_t nmoves = 0;
+    for (auto& mv : moves)
+      if (mv.src_rank == src) only = &mv, nmoves++;
+    if (nmoves == 1 && only->src_off == lo && only->len == n) {
+      o.read(c_, src, *reg, lo * e.es, dst + only->dst_off * e.es, n * e.es);
+      continue;
+    }
     buf.resize(n * e.es);
-    o.st->read_range(m, *reg, lo * e.es, buf.data(), buf.size());
+    o.read(c_, src, *reg, lo * e.es, buf.data(), buf.size());
     for (auto& mv : moves)
       if (mv.src_rank == src) std::memcpy(dst + mv.dst_off * e.es, buf.data() + (mv.src_off - lo) * e.es, mv.len * e.es);
   }

@@ -2,15 +2,25 @@
 #include "icheck.h"
 
 #include <cstdarg>
+#include <cstdlib>
 #include <new>
+#include <string>
 
 #include "adapt.hpp"
 #include "dynres/icheck/client.hpp"
+#include "dynres/icheck/fabric.hpp"
 
 using dynres::icheck::Adapt;
 using dynres::icheck::Client;
 
 namespace {
+/// Warm libfabric up as soon as the library is loaded (see
+/// dynres::icheck::prepare_fabric); ICHECK_NO_PREINIT=1 turns it off.
+__attribute__((constructor)) void icheck_preinit() {
+  const char* e = std::getenv("ICHECK_NO_PREINIT");
+  if (!e || std::string(e) != "1") dynres::icheck::prepare_fabric();
+}
+
 Client& client() {
   static Client* c = new Client();  // never destroyed: safe at exit
   return *c;

@@ -14,6 +14,7 @@ Client::~Client() {
 int Client::init(const char* config, const char* app_name, const void* comm, int* status) {
   auto& s = *impl_;
   if (s.inited) return ICHECK_ESTATE;
+  const double t_init0 = now_s();
   if (!app_name || !status) return ICHECK_EINVAL;
   if (!safe_name(app_name)) return ICHECK_ELABEL;
   try {
@@ -47,6 +48,7 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
       }
     }
   }
+  const double t_reg = now_s();
   reply = json::parse(s.comm.bcast(reply.dump()));
   s.app_id = reply.value("app_id", -1LL);
   s.app_token = reply.value("app_token", std::string());
@@ -57,7 +59,12 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   else if (reply["mode"] == "rdma")
     s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
   const int64_t acknowledged = s.version;  // newest version the controller recorded as committed
+  const double t_conn = now_s();
   s.discover();
+  // ICHECK_TIMING=1: where icheck_init's time goes (bench/mj/restart_resize.sh)
+  if (std::getenv("ICHECK_TIMING") && s.comm.rank() == 0)
+    std::fprintf(stderr, "icheck: init timing: register %.3f s, agents %.3f s, discover %.3f s\n", t_reg - t_init0,
+                 t_conn - t_reg, now_s() - t_conn);
   if (acknowledged > s.restart_v) {
     // Never roll back silently: a committed version is not restorable
     // (agents lost it and the second level does not hold it).
@@ -317,6 +324,7 @@ int Client::probe(const icheck_hints* hints) {
   if (reply.contains("params")) s.apply_params(reply["params"]);  // dynamic config changes (Listing 6.2)
   if (!reply.value("changed", false)) return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
   s.agent.reset();
+  s.extra.clear();
   if (s.connect_agents(reply["agents"])) {
     s.mode = "rdma";
     return ICHECK_OK;
@@ -371,6 +379,7 @@ int Client::finalize(int flags) {
   s.comm.barrier();
   s.ctl_quiet({{"op", "finalize"}, {"app_id", s.app_id}, {"persist", persist}});
   s.agent.reset();
+  s.extra.clear();
   s.buf.reset();
   s.rmr.clear();
   s.seg.reset();
@@ -396,7 +405,8 @@ const char* Client::last_error() const { return impl_->last_error_.c_str(); }
 // ---- hooks of the data redistribution (adapt.cpp, [John24 §7.4.1])
 RestartView Client::restart_view() {
   auto& s = *impl_;
-  RestartView v{s.inited, &s.comm, s.restart_v, s.restart_src, s.pfs_root(), s.app, s.uid, 0};
+  RestartView v{s.inited, &s.comm, s.restart_v, s.restart_src, s.pfs_root(), s.app, s.uid, s.resize_n};
+  if (s.resize_n > 0) return v;
   if (s.agent)
     for (auto& e : s.agent->versions)
       if (e.value("v", int64_t(0)) == s.restart_v && e.contains("regions") && e["regions"].is_array())
@@ -419,5 +429,12 @@ bool Client::flush_agents() {
   return s.comm.all(ok);
 }
 void Client::set_error(const std::string& e) { impl_->last_error = e; }
+
+std::string Client::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta) {
+  return impl_->agent_pieces(v, n, meta_label, max_meta);
+}
+bool Client::read_agent(int agent, int slot, int64_t v, uint64_t off, void* dst, uint64_t len) {
+  return impl_->read_agent(agent, slot, v, off, dst, len);
+}
 
 }  // namespace dynres::icheck

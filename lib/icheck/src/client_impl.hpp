@@ -69,6 +69,7 @@ struct AgentLink {
   Socket sock;
   uint64_t peer = 0;
   json versions = json::array();
+  json app_versions = json::array();  ///< every slot's: [{v, nranks}] (hello)
 };
 
 class ClientImpl {
@@ -107,6 +108,10 @@ class ClientImpl {
   };
   std::unique_ptr<Segment> seg;
   json agent_list = json::array();
+  /// Links to the other agents of agent_list (index -> link), opened by a
+  /// redistributing restore that reads the old ranks' pieces (link_to).
+  std::map<int, std::unique_ptr<AgentLink>> extra;
+  int resize_n = 0;  ///< discover(): the agents hold restart_v of this many processes (!= ours), else 0
   long long app_id = -1;
   std::string app_token;  ///< given by the controller at registration; sent with every app_id
   int64_t version = 0;
@@ -264,6 +269,12 @@ class ClientImpl {
   bool restore_from_agent(int64_t v);
 
   int restore_from_pfs(int64_t v);
+  /// A control connection to agent `a` (index idx of the list), the fabric
+  /// set up for it first (keep_fabric: an existing one is used as is).
+  std::unique_ptr<AgentLink> open_link(const json& a, int idx, bool keep_fabric);
+  AgentLink& link_to(int idx);
+  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
+  bool read_agent(int idx, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);
 };
 
 }  // namespace dynres::icheck

@@ -29,9 +29,21 @@ void ClientImpl::ensure_fabric(const std::string& prov) {
   fab_prov = prov;
 }
 
+std::unique_ptr<AgentLink> ClientImpl::open_link(const json& a, int idx, bool keep_fabric) {
+  auto l = std::make_unique<AgentLink>();
+  l->addr = a.at("address");
+  l->id = a.value("id", "");
+  l->host = a.value("host", "");
+  l->index = idx;
+  if (!keep_fabric || !fab) ensure_fabric(choose_provider(l->addr, l->host));
+  l->sock = connect_to(l->addr, cfg.connect_timeout_ms * 3);
+  return l;
+}
+
 bool ClientImpl::connect_agents(const json& list) {
   bool ok = true;
   agent.reset();
+  extra.clear();
   try {
     if (!list.is_array() || list.empty()) throw std::runtime_error("empty agent list");
     if (shmr() && !comm.node_leader()) throw Skip{};  // the node leader talks for us
@@ -39,14 +51,7 @@ bool ClientImpl::connect_agents(const json& list) {
     const int slot = shmr() ? comm.node_index() : comm.rank();
     const int nslots = shmr() ? comm.nodes() : comm.size();
     int idx = slot % m;  // agents >= nslots get no slot: min(m, nslots) write second-level parts
-    const json& a = list[size_t(idx)];
-    auto l = std::make_unique<AgentLink>();
-    l->addr = a.at("address");
-    l->id = a.value("id", "");
-    l->host = a.value("host", "");
-    l->index = idx;
-    ensure_fabric(choose_provider(l->addr, l->host));
-    l->sock = connect_to(l->addr, cfg.connect_timeout_ms * 3);
+    auto l = open_link(list[size_t(idx)], idx, false);
     std::vector<std::string> peers;
     for (auto& x : list) peers.push_back(x.at("address"));
     json r = request(l->sock,
@@ -57,6 +62,7 @@ bool ClientImpl::connect_agents(const json& list) {
                      cfg.connect_timeout_ms * 10);
     l->peer = fab->add_peer(r.at("addr"));
     l->versions = r.value("versions", json::array());
+    l->app_versions = r.value("app_versions", json::array());
     agent = std::move(l);
   } catch (const Skip&) {
   } catch (const std::exception& e) {
@@ -260,6 +266,7 @@ int ClientImpl::finish_commit(int64_t v, bool ok) {
 
 void ClientImpl::drop_agents() {
   agent.reset();
+  extra.clear();
   rmr.clear();
   buf.reset();
   if (seg) seg->mr.reset();

@@ -105,7 +105,27 @@ void ClientImpl::discover() {
   int64_t v_pfs = info["pfs"], v_dir = info["dir"];
   restart_v = std::max(v_agents, v_pfs);
   restart_src = (v_agents > 0 && v_agents >= v_pfs) ? "agents" : "pfs";
-  version = std::max({version, v_agents, v_pfs, v_dir});
+  // A resize [John24 §7.4.4]: the agents hold a newer version committed by
+  // another process count (this rank's own slot may hold nothing of it).
+  // Restored from the agents by the redistribution (Adapt), never waiting
+  // for the second level; Adapt falls back to the latter when a piece is gone.
+  int64_t app_v = 0, app_n = 0;
+  if (agent && !shmr())
+    for (auto& x : agent->app_versions) {
+      const int64_t xv = x.value("v", int64_t(0)), xn = x.value("nranks", int64_t(0));
+      if (xv > app_v && xn > 0 && xn <= (1 << 20)) app_v = xv, app_n = xn;
+    }
+  auto apps = comm.allgather({app_v, app_n});
+  app_v = 0, app_n = 0;
+  for (size_t i = 0; i + 1 < apps.size(); i += 2)
+    if (apps[i] > app_v) app_v = apps[i], app_n = apps[i + 1];
+  resize_n = 0;
+  if (app_v > restart_v && app_n != comm.size()) {
+    restart_v = app_v;
+    restart_src = "agents";
+    resize_n = int(app_n);
+  }
+  version = std::max({version, v_agents, v_pfs, v_dir, app_v});
 }
 
 }  // namespace dynres::icheck

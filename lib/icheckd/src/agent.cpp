@@ -234,6 +234,58 @@ class Agent {
     return out;
   }
 
+  /// Versions this agent holds complete in ANY slot of the application,
+  /// newest first, each with the process count that committed it (regions'
+  /// "nranks"): after a resize a new rank's own slot may hold nothing while
+  /// the agents hold the old ranks' pieces [John24 §7.4.4].
+  json app_versions() {
+    std::lock_guard<std::mutex> g(mu_);
+    std::map<uint64_t, int, std::greater<>> vs;
+    auto add = [&](const PieceP& p) {
+      int n = 0;
+      for (auto& r : p->regions) n = std::max(n, int(r.value("nranks", 0)));
+      vs[p->v] = std::max(vs[p->v], n);
+    };
+    for (auto& [k, st] : slots_) {
+      if (st.current) add(st.current);
+      for (auto& [v, p] : st.pending)
+        if (p->complete) add(p);
+    }
+    json out = json::array();
+    for (auto& [v, n] : vs) out.push_back({{"v", v}, {"nranks", n}});
+    return out;
+  }
+
+  /// The pieces of version v this agent holds, every slot: [{slot, total,
+  /// regions}]. With verify, each region's bytes are checked against the
+  /// library's XXH3_64 first ("corrupt: ..." on a mismatch): a reader that
+  /// takes only byte ranges (a redistributing restore) cannot check the
+  /// whole region itself.
+  json held(uint64_t v, bool verify) {
+    std::vector<PieceP> ps;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& [k, st] : slots_) {
+        if (st.current && st.current->v == v) ps.push_back(st.current);
+        else if (auto p = st.pending.find(v); p != st.pending.end() && p->second->complete) ps.push_back(p->second);
+      }
+    }
+    json out = json::array();
+    for (auto& p : ps) {
+      if (verify)
+        for (auto& r : p->regions) {
+          const uint64_t off = r.value("offset", uint64_t(0));
+          const uint64_t n = r.value("count", uint64_t(0)) * icheck_elem_size(r.value("type", 0));
+          if (!inside(off, n, p->total)) throw std::runtime_error("corrupt: region outside its piece");
+          if (!r.contains("xxh3") || XXH3_64bits(static_cast<const char*>(p->mem->p) + off, n) != r["xxh3"].get<uint64_t>())
+            throw std::runtime_error("corrupt: region '" + r.value("label", std::string()) + "' of slot " +
+                                     std::to_string(p->slot) + " v" + std::to_string(v) + " does not match its checksum");
+        }
+      out.push_back({{"slot", p->slot}, {"total", p->total}, {"regions", p->regions}});
+    }
+    return out;
+  }
+
   PieceP find_piece(int slot, uint64_t v) {
     std::lock_guard<std::mutex> g(mu_);
     auto it = slots_.find(slot);
@@ -267,7 +319,11 @@ class Agent {
         if (op == "hello") {
           if (m.value("app", "") != opt_.app || m.value("uid", -1L) != long(opt_.uid))
             throw std::runtime_error("perm: this agent serves another application/user");
-          const int slot = int(need_u64(m, "slot", kMaxSlots - 1));
+          // reader: a redistributing restore reading other slots' pieces
+          // (held, rbegin with slot); it changes nothing of the agent's
+          // slot layout and may not commit
+          const bool reader = m.value("reader", false);
+          const int slot = reader ? 0 : int(need_u64(m, "slot", kMaxSlots - 1));
           const int nslots = int(opt_u64(m, "nslots", 1, kMaxSlots));
           const int nagents = int(opt_u64(m, "nagents", 1, kMaxSlots));
           const int index = int(opt_u64(m, "agent_index", 0, kMaxSlots - 1));
@@ -281,11 +337,11 @@ class Agent {
           std::vector<std::string> peers;
           if (m.contains("peers")) peers = m["peers"].get<std::vector<std::string>>();
           if (peers.size() > kMaxSlots) throw std::runtime_error("invalid: too many peers");
-          c.slot = slot;
+          c.slot = reader ? -1 : slot;
           c.fab = &fabric(m.value("provider", opt_.provider));
           c.peer = c.fab->add_peer(m.at("addr"));
           c.hello = true;
-          {
+          if (!reader) {
             std::lock_guard<std::mutex> g(mu_);
             nslots_ = nslots;
             nagents_ = nagents;
@@ -296,7 +352,8 @@ class Agent {
           }
           r["addr"] = c.fab->address_hex();
           r["provider"] = c.fab->provider();
-          r["versions"] = versions_of(c.slot);
+          if (!reader) r["versions"] = versions_of(c.slot);
+          r["app_versions"] = app_versions();
           r["id"] = opt_.id;
         } else if (op == "part") {
           // The reply waits for the manifest (at most timeout_ms): the
@@ -335,6 +392,8 @@ class Agent {
           r["pieces"] = test_corrupt(need_u64(m, "v"));
         } else if (!c.hello) {
           throw std::runtime_error("state: hello first");
+        } else if (c.slot < 0 && (op == "begin" || op == "chunk" || op == "end" || op == "publish" || op == "versions")) {
+          throw std::runtime_error("state: a reader connection cannot " + op);
         } else if (op == "begin") {
           auto p = std::make_shared<Piece>();
           p->slot = c.slot;
@@ -403,8 +462,13 @@ class Agent {
           publish(c.slot, need_u64(m, "v"));
         } else if (op == "versions") {
           r["versions"] = versions_of(c.slot);
+        } else if (op == "held") {
+          r["pieces"] = held(need_u64(m, "v", uint64_t(INT64_MAX)), m.value("verify", false));
         } else if (op == "rbegin") {
-          auto p = find_piece(c.slot, need_u64(m, "v"));
+          // "slot": another slot of the same application (a redistributing
+          // restore reads the old ranks' pieces), else the connection's own
+          const int slot = m.contains("slot") ? int(need_u64(m, "slot", kMaxSlots - 1)) : c.slot;
+          auto p = find_piece(slot, need_u64(m, "v"));
           if (!p) throw std::runtime_error("noent: version not held by this agent");
           c.piece = p;
           c.key = opt_u64(m, "key", 0);

@@ -1,4 +1,5 @@
 #include "controller_impl.hpp"
+#include "dynres/ckstore.hpp"
 
 namespace dynres::icheck::ctl {
 
@@ -65,9 +66,16 @@ int Controller::run(std::atomic<bool>* stop) {
   std::printf("READY %s\n", bound_address(l, addr_).c_str());
   std::fflush(stdout);
   std::thread mon([&] { monitor(stop); });
+  std::thread link;
+  if (!cfg_.scheduler_socket.empty()) link = std::thread([&] { scheduler_link(stop); });
   // Connections are authenticated on their own thread (a slow or hostile
-  // TCP peer never stalls this loop), at most kMaxPerPeer at a time per
-  // peer host and kMaxConnections in all.
+  // TCP peer never stalls this loop). Caps: kMaxConnections in all;
+  // kMaxAuthPerHost still authenticating per TCP peer host (the only
+  // identity known before the MUNGE credential); once the peer's uid is
+  // known, kMaxPerUid per uid (the service's own uid is not capped), so that
+  // one user's connections never lock out another's (every local user is
+  // 127.0.0.1). A request may announce at most kMaxRequest bytes, and the
+  // memory for it grows with the bytes that arrive.
   while (!*stop) {
     Socket c = accept_unauthenticated(l, 200);
     if (!c.valid()) continue;
@@ -75,27 +83,40 @@ int Controller::run(std::atomic<bool>* stop) {
     bool over = active_ >= kMaxConnections;
     if (!over && !host.empty()) {
       std::lock_guard<std::mutex> g(peers_mu_);
-      if (per_peer_[host] >= kMaxPerPeer) over = true;
-      else per_peer_[host]++;
+      if (authenticating_[host] >= kMaxAuthPerHost) over = true;
+      else authenticating_[host]++;
     }
     if (over) {
-      std::fprintf(stderr, "icheckd controller: refused a connection from %s: too many connections\n",
-                   host.empty() ? "a local peer" : host.c_str());
-      try { send_msg(c, {{"error", "busy: too many connections to the controller from " + host}}); } catch (...) {}
+      refuse_busy(c, "too many connections to the controller" + (host.empty() ? std::string() : " from " + host));
       continue;
     }
     auto sp = std::make_shared<Socket>(std::move(c));
     active_++;
     std::thread([this, sp, host] {
-      if (authenticate_accepted(*sp)) serve(*sp);
+      const bool ok = authenticate_accepted(*sp);
       if (!host.empty()) {
         std::lock_guard<std::mutex> g(peers_mu_);
-        if (--per_peer_[host] <= 0) per_peer_.erase(host);
+        if (--authenticating_[host] <= 0) authenticating_.erase(host);
+      }
+      const long uid = ok ? peer_uid(*sp) : -1;
+      const bool capped = uid >= 0 && !is_service(uid);
+      bool admitted = ok;
+      if (capped) {
+        std::lock_guard<std::mutex> g(peers_mu_);
+        if (per_uid_[uid] >= kMaxPerUid) admitted = false;
+        else per_uid_[uid]++;
+      }
+      if (ok && !admitted) refuse_busy(*sp, "too many connections to the controller from uid " + std::to_string(uid));
+      if (admitted) serve(*sp);
+      if (admitted && capped) {
+        std::lock_guard<std::mutex> g(peers_mu_);
+        if (--per_uid_[uid] <= 0) per_uid_.erase(uid);
       }
       active_--;
     }).detach();
   }
   mon.join();
+  if (link.joinable()) link.join();
   lease_th.join();
   // the per-connection threads use this object: wait for them (each ends
   // within its 10 s receive timeout plus its request)
@@ -104,9 +125,32 @@ int Controller::run(std::atomic<bool>* stop) {
   return fenced_ ? 3 : 0;
 }
 
-void Controller::serve(Socket& s) {
+void Controller::refuse_busy(Socket& c, const std::string& why) {
+  // logged at most once a second: a flood of refusals must not fill the log
+  static std::atomic<int64_t> last_log{-1};
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (last_log.exchange(now) != now) std::fprintf(stderr, "icheckd controller: refused a connection: %s\n", why.c_str());
   try {
-    json m = recv_msg(s, 10000);
+    send_msg(c, {{"error", "busy: " + why}});
+  } catch (...) {
+  }
+}
+
+void Controller::serve(Socket& s) {
+  json m;
+  try {
+    m = recv_msg(s, 10000, kMaxRequest);
+  } catch (const std::exception& e) {
+    // a request over the limit is answered, then closed (the rest is never
+    // read); a peer that went away or stayed silent gets nothing
+    if (std::string(e.what()).find("exceeds the limit") != std::string::npos) try {
+        send_msg(s, {{"error", std::string("invalid: ") + e.what()}});
+      } catch (...) {
+      }
+    return;
+  }
+  try {
     json r;
     try {
       r = handle(m, peer_uid(s));
@@ -180,12 +224,15 @@ json Controller::handle(const json& m, long uid) {
     if (vj == m.end() || !vj->is_number_integer() || vj->get<int64_t>() < 1)
       throw std::runtime_error("invalid: version needs an integer v >= 1");
     const int64_t v = vj->get<int64_t>();
+    const int64_t bytes = int_in(m, "bytes", 0, 0, int64_t(1) << 53, op);
+    if (auto t = m.find("tsync"); t != m.end() && !t->is_number())
+      throw std::runtime_error("invalid: version: tsync must be a number of seconds");
     tx([&] {
       Stmt(*db_, "INSERT OR REPLACE INTO icheck_versions VALUES(?,?,?,?,?,?)")
-          .bind(1, app).bind(2, v).bind(3, m.value("bytes", int64_t(0))).bind(4, m.value("tsync", 0.0))
+          .bind(1, app).bind(2, v).bind(3, bytes).bind(4, m.value("tsync", 0.0))
           .bind(5, m.value("mode", "")).bind(6, wall()).run();
       Stmt(*db_, "UPDATE icheck_apps SET version = ?, bytes = ?, updated = ? WHERE id = ?")
-          .bind(1, v).bind(2, m.value("bytes", int64_t(0))).bind(3, wall()).bind(4, app).run();
+          .bind(1, v).bind(2, bytes).bind(3, wall()).bind(4, app).run();
     });
     return {{"ok", true}};
   }
@@ -217,15 +264,56 @@ json Controller::params() const {
           {"buffer_mb", dyn_.buffer_mb}, {"zero_copy", dyn_.zero_copy}};
 }
 
+int64_t Controller::int_in(const json& m, const char* key, int64_t dflt, int64_t lo, int64_t hi, const std::string& op) {
+  auto it = m.find(key);
+  if (it == m.end()) return dflt;
+  bool ok = false;
+  int64_t v = 0;
+  if (it->is_number_unsigned()) {
+    ok = it->get<uint64_t>() <= uint64_t(hi);
+    if (ok) v = int64_t(it->get<uint64_t>());
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+    ok = true;
+  }
+  if (!ok || v < lo || v > hi)
+    throw std::runtime_error("invalid: " + op + ": " + key + " must be an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+  return v;
+}
+
+int Controller::agents_of_user(uint32_t uid, int64_t app) {
+  Stmt q(*db_, "SELECT COUNT(*) FROM icheck_agents g JOIN icheck_apps p ON g.app_id = p.id "
+               "WHERE p.uid = ? AND p.id != ? AND g.state = 'up'");
+  q.bind(1, int64_t(uid)).bind(2, app);
+  const int used = q.step() ? int(q.i64(0)) : 0;
+  q.reset();
+  return used;
+}
+
+int Controller::user_room(uint32_t uid, int64_t app) {
+  const int used = agents_of_user(uid, app), room = dyn_.max_agents_user - used;
+  if (room < 1)
+    throw std::runtime_error("busy: uid " + std::to_string(uid) + " already has " + std::to_string(used) +
+                             " agents for other applications (max_agents_user " + std::to_string(dyn_.max_agents_user) +
+                             ")");
+  return room;
+}
+
 json Controller::reg(const json& m, long peer) {
-  std::string name = m.at("app");
+  auto an = m.find("app");
+  if (an == m.end() || !an->is_string() || !ckstore::safe_component(an->get<std::string>()))
+    throw std::runtime_error("invalid: register needs an application name of 1-128 printable characters, "
+                             "without '/', not starting with '.'");
+  const std::string name = an->get<std::string>();
   // the application is bound to the authenticated uid (the claimed one
   // only from the service, or when the identity is unknown)
   if (!m.contains("uid") || !m["uid"].is_number_unsigned() || m["uid"].get<uint64_t>() > UINT32_MAX)
     throw std::runtime_error("invalid: register needs the uid");
   uint32_t uid = m["uid"].get<uint32_t>();
   if (peer >= 0 && !is_service(peer) && long(uid) != peer) throw std::runtime_error("perm: uid mismatch");
-  AppShape shape{m.value("nodes", 1), m.value("procs", 1), m.value("strategy", "mr") == "shmr"};
+  AppShape shape{int(int_in(m, "nodes", 1, 1, kMaxAppNodes, "register")),
+                 int(int_in(m, "procs", 1, 1, kMaxAppProcs, "register")), m.value("strategy", "mr") == "shmr"};
   Stmt q(*db_, "SELECT id, num_agents, version, token FROM icheck_apps WHERE name = ? AND uid = ?");
   q.bind(1, name).bind(2, int64_t(uid));
   int64_t id = -1, version = 0;
@@ -235,6 +323,7 @@ json Controller::reg(const json& m, long peer) {
   q.reset();  // end the read: a statement kept open would pin a stale snapshot
               // and make this connection's writes fail "database is locked"
               // once the lease thread (own connection) has written
+  const int room = user_room(uid, id);  // before anything is recorded or started
   std::optional<AppBusy> busy;
   if (id >= 0) busy.emplace(*this, id);
   if (id >= 0 && token.empty()) {  // registered before tokens existed
@@ -269,7 +358,7 @@ json Controller::reg(const json& m, long peer) {
     });
     busy.emplace(*this, id);
   }
-  json agents = start_agents(id, name, uid, num);
+  json agents = start_agents(id, name, uid, std::min(num, room));
   tx([&] {
     Stmt(*db_, "UPDATE icheck_apps SET num_agents = ?, needs_change = 0 WHERE id = ?")
         .bind(1, int(agents.size())).bind(2, id).run();
@@ -286,7 +375,8 @@ json Controller::probe(const json& m) {
   uint32_t uid = uint32_t(q.i64(1));
   CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
   bool needs = q.i64(6) != 0 || m.value("failed", false);
-  AppShape shape{m.value("nodes", int(q.i64(7))), m.value("procs", int(q.i64(8))), q.text(9) == "shmr"};
+  AppShape shape{int(int_in(m, "nodes", q.i64(7), 1, kMaxAppNodes, "probe")),
+                 int(int_in(m, "procs", q.i64(8), 1, kMaxAppProcs, "probe")), q.text(9) == "shmr"};
   q.reset();  // see reg()
   bool up = false;
   json cur = agents_of(id, &up);
@@ -294,6 +384,8 @@ json Controller::probe(const json& m) {
   CountState next = cs;
   if (dyn_.is_dynamic_as && !needs) next = next_agent_count(cs, m.value("tsync", -1.0), shape, dyn_);
   if (needs) next.num_agents = std::clamp(cs.num_agents, 1, agent_upper_bound(shape, dyn_));
+  // never past the user's share (at least one agent: the application has it already)
+  next.num_agents = std::clamp(next.num_agents, 1, std::max(1, dyn_.max_agents_user - agents_of_user(uid, id)));
   bool change = needs || next.num_agents != cs.num_agents;
   tx([&] {
     Stmt(*db_, "UPDATE icheck_apps SET old_tsync = ?, last_change = ?, frozen = ?, nodes = ?, procs = ? WHERE id = ?")

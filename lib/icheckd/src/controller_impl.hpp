@@ -127,6 +127,15 @@ class Controller {
 
   void monitor(std::atomic<bool>* stop);
 
+  /// The link to the batch scheduler (cfg_.scheduler_socket non-empty;
+  /// controller_sched.cpp) [John24 §7.3.1]: Status every status_interval,
+  /// the reactive scaler (Alg. 9) for the changes its answers carry — NEW_NODES
+  /// start managers there (answered once registered, or failed when the
+  /// node ends down), REMOVE_NODES release nodes without agents (their
+  /// manager is superseded) and refuse nodes with agents — and the proactive
+  /// scaler (Alg. 8) every scaler_interval.
+  void scheduler_link(std::atomic<bool>* stop);
+
   std::vector<std::string> nodes_where(const std::string& cond, double t);
 
   /// Node supervision (§6.5.2), every half heartbeat interval: an up node
@@ -169,6 +178,8 @@ class Controller {
   void record_pid(const std::string& name, pid_t pid);
 
   void serve(Socket& s);
+  /// Answer a connection over a cap with {"error": "busy: <why>"}; logged at most once a second.
+  void refuse_busy(Socket& c, const std::string& why);
 
   /// Run f without the controller lock when the calling request holds it
   /// (handle()); relocked afterwards, also when f throws. For network calls
@@ -214,6 +225,15 @@ class Controller {
   /// (registered under the peer's authenticated uid) unless it is the
   /// service. Throws "perm: ..." / "noent: ...". Caller holds mu_.
   int64_t owned_app(const json& m, long uid, const std::string& op);
+
+  /// Integer member `key` of request m: absent -> dflt; otherwise an integer
+  /// in [lo, hi], else throws "invalid: OP: KEY must be an integer in [lo, hi]".
+  static int64_t int_in(const json& m, const char* key, int64_t dflt, int64_t lo, int64_t hi, const std::string& op);
+  /// Agents up for user uid's applications other than app. Caller holds mu_.
+  int agents_of_user(uint32_t uid, int64_t app);
+  /// Agents user uid may still get for application app: max_agents_user
+  /// less agents_of_user(). Throws "busy: ..." when there is no room left.
+  int user_room(uint32_t uid, int64_t app);
 
   json handle(const json& m, long uid);
 
@@ -291,12 +311,20 @@ class Controller {
   std::atomic<bool>* stop_ = nullptr;
   std::atomic<int> active_{0};       ///< connection threads running
   static constexpr int kMaxConnections = 256;
-  static constexpr int kMaxPerPeer = 32;
+  static constexpr int kMaxAuthPerHost = 64;  ///< connections still authenticating, per TCP peer host
+  static constexpr int kMaxPerUid = 32;       ///< authenticated connections per uid (service uid: no cap)
+  /// Largest request frame, bytes: requests are small JSON objects (a
+  /// heartbeat's metrics are the largest, a few KiB); a larger announced
+  /// length is refused before any of it is read.
+  static constexpr std::size_t kMaxRequest = std::size_t{1} << 20;
+  /// Largest application a register or probe may describe (nodes, processes).
+  static constexpr int64_t kMaxAppNodes = 65536, kMaxAppProcs = int64_t{1} << 24;
   static inline thread_local std::unique_lock<std::mutex>* tl_lock_ = nullptr;  ///< lock held by this request thread
   std::set<int64_t> busy_apps_;     ///< applications with an agent change in progress (under mu_)
-  std::condition_variable busy_cv_;  ///< connections at once from one TCP peer host
+  std::condition_variable busy_cv_;
   std::mutex peers_mu_;
-  std::map<std::string, int> per_peer_;
+  std::map<std::string, int> authenticating_;  ///< connections authenticating, per TCP peer host (peers_mu_)
+  std::map<long, int> per_uid_;                ///< connections served, per non-service uid (peers_mu_)
 };
 
 }  // namespace dynres::icheck::ctl

@@ -2,8 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -32,10 +34,21 @@ DynamicConfig load_dynamic(const std::string& path, DynamicConfig d) {
     get(n, "read_interval", d.read_interval);
     get(n, "max_agents_node", d.max_agents_node);
     get(n, "max_agents_app", d.max_agents_app);
+    get(n, "max_agents_user", d.max_agents_user);
     get(n, "max_mem_node", d.max_mem_node_gb);
     if (n["init_agent_count"]) {
       auto s = n["init_agent_count"].as<std::string>();
-      d.init_agent_count = (s == "num_nodes") ? 0 : std::stoi(s);
+      if (s == "num_nodes") {
+        d.init_agent_count = 0;
+      } else {
+        char* end = nullptr;
+        errno = 0;
+        long v = std::strtol(s.c_str(), &end, 10);
+        if (s.empty() || *end || errno || v < 1 || v > 1000000)
+          throw std::runtime_error("init_agent_count must be num_nodes or an integer in [1, 1000000], not '" +
+                                   s.substr(0, 40) + "'");
+        d.init_agent_count = int(v);
+      }
     }
     get(n, "factor", d.factor);
     get(n, "candidate_count", d.candidate_count);
@@ -59,6 +72,26 @@ DynamicConfig load_dynamic(const std::string& path, DynamicConfig d) {
   }
   if (d.factor <= 1) d.factor = 2;
   if (d.pfs_every < 1) d.pfs_every = 1;
+  // counts and sizes the controller and agents rely on
+  auto range = [&](const char* key, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi)) {  // also NaN
+      std::ostringstream m;
+      m << path << ": " << key << " must be in [" << lo << ", " << hi << "], not " << v;
+      throw std::runtime_error(m.str());
+    }
+  };
+  range("max_agents_node", d.max_agents_node, 1, 100000);
+  range("max_agents_app", d.max_agents_app, 1, 100000);
+  range("max_agents_user", d.max_agents_user, 1, 100000);
+  range("candidate_count", d.candidate_count, 1, 100000);
+  range("block_size", d.block_size, 0, 100000);
+  range("keep_versions", d.keep_versions, 1, 1000000);
+  range("factor", d.factor, 1, 1000);
+  range("read_interval", d.read_interval, 0.01, 1e7);
+  range("max_mem_node", d.max_mem_node_gb, 0, 1e7);
+  range("max_cp_size_mb", d.compress_threshold_mb, 0, 1e12);
+  range("chunk_mb", d.chunk_mb, 1.0 / 1024, 1e6);
+  range("buffer_mb", d.buffer_mb, 1.0 / 1024, 1e7);
   return d;
 }
 
@@ -93,6 +126,17 @@ StaticConfig load_static(const std::string& path) {
       get(n, "connect_timeout_ms", c.connect_timeout_ms);
       get(n, "request_timeout_ms", c.request_timeout_ms);
       get(n, "direct", c.direct);
+      if (auto sc = n["scheduler"]) {
+        get(sc, "socket", c.scheduler_socket);
+        get(sc, "scaler_interval", c.scaler_interval);
+        get(sc, "lower", c.scaler_lower);
+        get(sc, "upper", c.scaler_upper);
+        get(sc, "depletion_rate", c.scaler_depletion_rate);
+        get(sc, "bw_threshold", c.scaler_bw_threshold);
+        get(sc, "cp_threshold", c.scaler_cp_threshold);
+        get(sc, "min_nodes", c.scaler_min_nodes);
+        get(sc, "max_nodes", c.scaler_max_nodes);
+      }
       if (n["transport"]) {
         get(n["transport"], "provider", c.provider);
         get(n["transport"], "node", c.fabric_node);
@@ -105,6 +149,15 @@ StaticConfig load_static(const std::string& path) {
                                std::to_string(c.manager_relaunch_attempts));
     if (c.heartbeat_interval <= 0 || c.heartbeat_misses < 1)
       throw std::runtime_error(path + ": heartbeat_interval must be > 0 and heartbeat_misses >= 1");
+    if (!(c.status_interval > 0 && c.status_interval <= 3600) || !(c.scaler_interval > 0 && c.scaler_interval <= 3600))
+      throw std::runtime_error(path + ": status_interval and scheduler.scaler_interval must be in (0, 3600] seconds");
+    if (!(c.scaler_lower >= 0 && c.scaler_lower <= c.scaler_upper && c.scaler_upper <= 1))
+      throw std::runtime_error(path + ": need 0 <= scheduler.lower <= scheduler.upper <= 1 (fractions of a node's memory)");
+    if (!(c.scaler_depletion_rate >= 0) || !(c.scaler_bw_threshold >= 0) || !(c.scaler_cp_threshold >= 0))
+      throw std::runtime_error(path + ": scheduler.depletion_rate, bw_threshold and cp_threshold must be >= 0");
+    if (c.scaler_min_nodes < 0 || c.scaler_max_nodes < 0 || c.scaler_max_nodes > 4096 ||
+        (c.scaler_max_nodes > 0 && c.scaler_max_nodes < c.scaler_min_nodes))
+      throw std::runtime_error(path + ": need 0 <= scheduler.min_nodes <= scheduler.max_nodes <= 4096");
   }
   std::string h = home();
   auto dflt = [&](std::string& v, const char* sub) {
@@ -115,6 +168,7 @@ StaticConfig load_static(const std::string& path) {
   dflt(c.pfs_dir, "pfs");
   dflt(c.run_dir, "icheck");
   dflt(c.dynamic_file, "icheck-dynamic.yaml");
+  if (!c.scheduler_socket.empty()) c.scheduler_socket = resolve(dir, c.scheduler_socket);
   for (auto& a : c.controllers)
     if (a.rfind("unix:", 0) == 0 && a.size() > 5 && a[5] != '/') a = "unix:" + resolve(dir, a.substr(5));
   for (auto& a : c.agents)

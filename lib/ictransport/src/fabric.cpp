@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <sys/mman.h>
 
 namespace dynres::icheck {
@@ -123,6 +125,31 @@ MemRegion::~MemRegion() {
   if (mr) fi_close(&mr->fid);
 }
 
+namespace {
+/// The warm-up thread of prepare_fabric, joined at exit (never left
+/// running into libfabric's own destructor).
+struct WarmUp {
+  std::thread t;
+  ~WarmUp() {
+    if (t.joinable()) t.join();
+  }
+};
+}  // namespace
+
+void prepare_fabric() {
+  static WarmUp w;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      w.t = std::thread([] {
+        fi_info* info = nullptr;
+        if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, nullptr, &info) == 0) fi_freeinfo(info);
+      });
+    } catch (...) {  // no thread: the first Fabric pays the cost itself
+    }
+  });
+}
+
 std::vector<std::string> available_rma_providers() {
   std::vector<std::string> out;
   fi_info* h = make_hints("", false);
@@ -221,9 +248,16 @@ std::string Fabric::address_hex() const {
 }
 
 uint64_t Fabric::add_peer(const std::string& hex) {
-  if (hex.size() % 2) throw FabricError("add_peer: malformed address");
+  // an address from a peer: hex digits only (std::stoi would take "+1", " f" and answer "stoi" to "zz")
+  auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+  if (hex.empty() || hex.size() % 2 || hex.size() > 1024)
+    throw FabricError("add_peer: malformed address (" + std::to_string(hex.size()) + " characters, expected an even number up to 1024)");
   std::vector<unsigned char> raw(hex.size() / 2);
-  for (size_t i = 0; i < raw.size(); ++i) raw[i] = (unsigned char)std::stoi(hex.substr(2 * i, 2), nullptr, 16);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) throw FabricError("add_peer: malformed address (not hexadecimal)");
+    raw[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
   fi_addr_t a = FI_ADDR_UNSPEC;
   std::lock_guard<std::mutex> g(mu_);
   int n = fi_av_insert(av_, raw.data(), 1, &a, 0, nullptr);

@@ -1,6 +1,8 @@
 #include "dynres/launch.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -275,6 +277,70 @@ void record_end(State& st, const std::string& home, int64_t id, const std::strin
   }
 }
 
+/// Who a job runs as: the submitter. When the supervisor runs as root (a
+/// site-wide cluster), the job gets the submitter's uid, primary gid and
+/// supplementary groups (initgroups), like slurmstepd; otherwise it can only
+/// run as the supervisor's own user, and a job recorded for anyone else is
+/// refused (the daemon never records one; the state file is its owner's).
+struct JobIdentity {
+  bool switch_user = false;  ///< root supervisor, job of another uid
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+JobIdentity job_identity(const JobRecord& j) {
+  JobIdentity id;
+  const uid_t me = ::geteuid();
+  if (j.uid < 0 || j.uid > 0xfffffffeLL) throw std::runtime_error("job has an invalid uid " + std::to_string(j.uid));
+  id.uid = static_cast<uid_t>(j.uid);
+  if (id.uid == me) return id;
+  if (me != 0)
+    throw std::runtime_error("job of uid " + std::to_string(j.uid) + " cannot run on a cluster whose scheduler runs as uid " +
+                             std::to_string(me) + " (only root runs jobs as other users)");
+  passwd pw{}, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(id.uid, &pw, buf.data(), buf.size(), &res) != 0 || !res)
+    throw std::runtime_error("job of uid " + std::to_string(j.uid) + ": no such user");
+  id.switch_user = true;
+  id.gid = j.gid >= 0 && j.gid <= 0xfffffffeLL ? static_cast<gid_t>(j.gid) : pw.pw_gid;
+  int n = 64;
+  id.groups.resize(n);
+  while (::getgrouplist(pw.pw_name, id.gid, id.groups.data(), &n) < 0) id.groups.resize(n = n * 2 + 1);
+  id.groups.resize(n);
+  return id;
+}
+
+/// Become the job's user for good (the job's process, before exec). False
+/// when a step failed or root could be regained.
+bool drop_privileges(const JobIdentity& id) {
+  if (!id.switch_user) return true;
+  if (::setgroups(id.groups.size(), id.groups.data()) != 0 || ::setgid(id.gid) != 0 || ::setuid(id.uid) != 0) return false;
+  return ::setuid(0) != 0 && ::getuid() == id.uid && ::geteuid() == id.uid && ::getegid() == id.gid;
+}
+
+/// Run f with the effective (file-system) identity of the job: its output
+/// files are created as the submitter, who must be allowed to write there.
+template <class F>
+auto as_job_user(const JobIdentity& id, F&& f) {
+  if (!id.switch_user) return f();
+  std::vector<gid_t> saved(::getgroups(0, nullptr) > 0 ? ::getgroups(0, nullptr) : 0);
+  if (!saved.empty()) saved.resize(::getgroups(saved.size(), saved.data()));
+  if (::setgroups(id.groups.size(), id.groups.data()) != 0 || ::setegid(id.gid) != 0 || ::seteuid(id.uid) != 0)
+    throw std::runtime_error(std::string("cannot take the job user's identity: ") + std::strerror(errno));
+  auto restore = [&] {
+    if (::seteuid(0) != 0 || ::setegid(0) != 0 || ::setgroups(saved.size(), saved.data()) != 0) ::_exit(70);
+  };
+  try {
+    auto r = f();
+    restore();
+    return r;
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
 }  // namespace
 
 int run_step(const StepConfig& cfg, int go_fd) {
@@ -294,6 +360,15 @@ int run_step(const StepConfig& cfg, int go_fd) {
   State st(state_path(cfg.home));
   auto job = st.job(cfg.job_id);
   if (!job || job->state != kRunning || job->supervisor_pid.value_or(-1) != ::getpid()) return 0;  // not ours
+  JobIdentity ident;
+  try {
+    ident = job_identity(*job);
+  } catch (const std::exception& e) {
+    record_end(st, cfg.home, cfg.job_id, kFailed, 1, e.what());
+    remove_spool_files(cfg.home, cfg.job_id);
+    proto::notify(sched_socket(cfg.home), {{"op", "wake"}, {"why", "end"}, {"job", cfg.job_id}});
+    return 1;
+  }
 
   std::vector<int> array_tasks;  // indices of the job's array, sorted
   if (job->array_job_id)
@@ -340,11 +415,17 @@ int run_step(const StepConfig& cfg, int go_fd) {
   const std::string nodelist = compress_hostlist(names);
   std::string spool = spool_dir(cfg.home);
   ::mkdir(spool.c_str(), 0700);
+  if (ident.switch_user) ::chmod(spool.c_str(), 0711);
   std::string script = spool_file(cfg.home, cfg.job_id, "sh");
   std::string nodefile = spool_file(cfg.home, cfg.job_id, "hosts");
   int out = -1, err = -1;
   try {
-    if (round == 0) write_file(script, job->script, 0700);
+    if (round == 0) {
+      write_file(script, job->script, 0700);
+      // the job's user runs its copy of the script (the spool is 0711: reachable, not listable)
+      if (ident.switch_user && ::chown(script.c_str(), ident.uid, ident.gid) != 0)
+        throw std::runtime_error("cannot give the job script to its user: " + std::string(std::strerror(errno)));
+    }
     std::string hl;
     for (auto& h : hosts) hl += h + "\n";
     write_file(nodefile, hl, 0644);
@@ -356,14 +437,20 @@ int run_step(const StepConfig& cfg, int go_fd) {
     job->stdout_path = with_node(job->stdout_path);
     job->stderr_path = with_node(job->stderr_path);
     const int trunc = round == 0 ? O_TRUNC : O_APPEND;  // a relaunch appends to the job's output
-    out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0644);
-    if (out < 0) throw std::runtime_error("cannot open output " + job->stdout_path + ": " + std::strerror(errno));
-    if (job->stderr_path == job->stdout_path) {
-      err = out;
-    } else {
-      err = ::open(job->stderr_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0644);
-      if (err < 0) throw std::runtime_error("cannot open error " + job->stderr_path + ": " + std::strerror(errno));
-    }
+    // as the submitter, with the submitter's umask (Slurm's behaviour)
+    ::umask(static_cast<mode_t>(job->umask & 0777));  // output files
+    as_job_user(ident, [&] {
+      out = ::open(job->stdout_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0666);
+      if (out < 0) throw std::runtime_error("cannot open output " + job->stdout_path + ": " + std::strerror(errno));
+      if (job->stderr_path == job->stdout_path) {
+        err = out;
+      } else {
+        err = ::open(job->stderr_path.c_str(), O_WRONLY | O_CREAT | trunc | O_CLOEXEC, 0666);
+        if (err < 0) throw std::runtime_error("cannot open error " + job->stderr_path + ": " + std::strerror(errno));
+      }
+      return 0;
+    });
+    ::umask(022);
   } catch (const std::exception& e) {
     if (out >= 0) ::close(out);
     finish(kFailed, 1, e.what());
@@ -396,6 +483,12 @@ int run_step(const StepConfig& cfg, int go_fd) {
     ::dup2(err, 2);
     if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)  // the job gets 0, 1 and 2 only
       for (int fd = 3; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    ::umask(static_cast<mode_t>(job->umask & 0777));
+    if (!drop_privileges(ident)) {
+      std::fprintf(stderr, "mjstepd: job %lld: cannot run as uid %lld: %s\n", (long long)cfg.job_id,
+                   (long long)job->uid, std::strerror(errno));
+      ::_exit(1);
+    }
     if (::chdir(job->workdir.c_str()) != 0) {
       std::fprintf(stderr, "mjstepd: job %lld: cannot chdir to %s: %s\n", (long long)cfg.job_id,
                    job->workdir.c_str(), std::strerror(errno));
@@ -426,7 +519,9 @@ int run_step(const StepConfig& cfg, int go_fd) {
     // The dynres job as Slurm would describe it (SLURM_*), and the srun shim
     // first on PATH so that `srun` inside the job runs on the job's nodes.
     const std::string nn = std::to_string(names.size()), id = std::to_string(cfg.job_id);
-    const std::string nt = std::to_string(job->ntasks ? job->ntasks : static_cast<int>(names.size()));
+    // ntasks 0: --ntasks-per-node tasks (default one) on each node the job holds now
+    const std::string nt = std::to_string(job->ntasks ? job->ntasks
+                                                      : static_cast<int>(names.size()) * std::max(1, job->ntasks_per_node));
     ::setenv("MJ_NTASKS", nt.c_str(), 1);
     std::vector<std::pair<const char*, std::string>> slurm_env = {
         {"SLURM_JOB_ID", id},          {"SLURM_JOBID", id},           {"SLURM_JOB_NAME", job->name},
@@ -435,6 +530,15 @@ int run_step(const StepConfig& cfg, int go_fd) {
         {"SLURM_NPROCS", nt}, {"SLURM_CPUS_PER_TASK", std::to_string(job->cpus_per_task)},
         {"SLURM_CPUS_ON_NODE", std::to_string(std::max(1, node_cpus))}};
     if (job->ntasks_per_node) slurm_env.push_back({"SLURM_NTASKS_PER_NODE", std::to_string(job->ntasks_per_node)});
+    if (job->mem_per_node > 0) slurm_env.push_back({"SLURM_MEM_PER_NODE", std::to_string(job->mem_per_node)});
+    if (job->mem_per_cpu > 0) slurm_env.push_back({"SLURM_MEM_PER_CPU", std::to_string(job->mem_per_cpu)});
+    if (job->gpus_per_node > 0) {  // the job's GPUs on each of its nodes: 0..N-1 (nodes hold one job at a time)
+      std::string dev;
+      for (int g = 0; g < job->gpus_per_node; ++g) dev += (g ? "," : "") + std::to_string(g);
+      slurm_env.push_back({"CUDA_VISIBLE_DEVICES", dev});
+      slurm_env.push_back({"GPU_DEVICE_ORDINAL", dev});
+      slurm_env.push_back({"SLURM_GPUS_ON_NODE", std::to_string(job->gpus_per_node)});
+    }
     // a job requeued after a node failure knows it, as with Slurm
     if (job->restarts > 0) slurm_env.push_back({"SLURM_RESTART_COUNT", std::to_string(job->restarts)});
     if (job->array_job_id && job->array_task_id) {

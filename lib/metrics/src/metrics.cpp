@@ -79,6 +79,16 @@ std::vector<ResizeRecord> resize_events(State& st) {
   return out;
 }
 
+std::vector<AllocationRecord> icheck_allocations(State& st, double now) {
+  std::vector<AllocationRecord> out;
+  Stmt t(st.db(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'icheck_lent_history'");
+  if (!t.step()) return out;
+  Stmt s(st.db(), "SELECT node, start_time, end_time FROM icheck_lent_history ORDER BY start_time, id");
+  while (s.step())
+    out.push_back({kIcheckAllocation, s.text(0), 1, s.f64(1), s.opt_f64(2).value_or(std::max(now, s.f64(1)))});
+  return out;
+}
+
 void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double f) {
   double t0 = std::numeric_limits<double>::infinity();
   for (auto& j : jobs) t0 = std::min(t0, j.submit_time);
@@ -148,6 +158,8 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
   for (size_t i = 0; i < node_order.size(); ++i) y[node_order[i]] = static_cast<int>(i);
   double t0 = std::numeric_limits<double>::infinity(), t1 = 0;
   for (auto& a : allocs) t0 = std::min(t0, a.start_time);
+  constexpr int64_t kIcheckColour = 0xd62728;
+  bool icheck = false;
   char tmpl[] = "/tmp/dynres-gantt-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("cannot create a temporary directory");
   std::string dir = tmpl, data = dir + "/gantt.dat", gp = dir + "/plot.gp";
@@ -161,7 +173,9 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
         if (it == y.end()) continue;
         // x, y, xlow, xhigh, ylow, yhigh, colour (by job id)
         d << (s + e) / 2 << ' ' << it->second << ' ' << s << ' ' << e << ' ' << it->second - 0.4 << ' '
-          << it->second + 0.4 << ' ' << (a.job_id * 2654435761u) % 0xFFFFFF << '\n';
+          << it->second + 0.4 << ' '
+          << (a.job_id == kIcheckAllocation ? kIcheckColour : (a.job_id * 2654435761u) % 0xFFFFFF) << '\n';
+        icheck = icheck || a.job_id == kIcheckAllocation;
       }
     }
   }
@@ -173,13 +187,17 @@ void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>
       << "set xlabel 'time since first start [s]'\nset ylabel 'node'\n"
       << "set yrange [-1:" << node_order.size() << "]\n"
       << "set xrange [0:" << std::max(1.0, t1) << "]\n"
-      << "set style fill solid 0.85 border rgb 'black'\nunset key\n";
+      << "set style fill solid 0.85 border rgb 'black'\n"
+      << (icheck ? "set key outside top right\n" : "unset key\n");
     if (node_order.size() <= 40) {
       g << "set ytics (";
       for (size_t i = 0; i < node_order.size(); ++i) g << (i ? "," : "") << gnuplot_quote(node_order[i]) << " " << i;
       g << ")\n";
     }
-    g << "plot " << gnuplot_quote(data) << " using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable\n";
+    g << "plot " << gnuplot_quote(data) << " using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle";
+    if (icheck)  // a key entry for iCheck's colour (a point outside the ranges)
+      g << ", NaN with boxes lc rgb '#d62728' title 'iCheck'";
+    g << "\n";
   }
   run_gnuplot(dir, {data});
 }

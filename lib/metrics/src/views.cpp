@@ -27,7 +27,17 @@ std::string elapsed(const JobRecord& j, double now) {
   return format_duration(static_cast<int64_t>(std::max(0.0, e)));
 }
 
+/// A row holds one job: control characters (a newline in a job name or
+/// reason) are shown as '?', as squeue does for unprintable bytes.
+std::string cell_raw(const JobRecord& j, const std::string& c, double now);
 std::string cell(const JobRecord& j, const std::string& c, double now) {
+  std::string v = cell_raw(j, c, now);
+  for (auto& ch : v)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return v;
+}
+
+std::string cell_raw(const JobRecord& j, const std::string& c, double now) {
   if (c == "jobid") return display_id(j);
   if (c == "arrayjobid") return std::to_string(j.array_job_id.value_or(j.id));
   if (c == "arraytaskid") return j.array_task_id ? std::to_string(*j.array_task_id) : "N/A";
@@ -221,6 +231,13 @@ std::string render_detail(const JobRecord& j, double now) {
     << " ReqNodeList=" << (j.req_nodelist.empty() ? "(null)" : j.req_nodelist)
     << " ExcNodeList=" << (j.exc_nodelist.empty() ? "(null)" : j.exc_nodelist) << "\n"
     << "   Held=" << (j.held ? "yes" : "no") << " BeginTime=" << (j.begin_time ? iso(j.begin_time) : "None") << "\n"
+    << "   NumTasks=" << (j.ntasks ? j.ntasks : (j.state == kPending ? j.req_nodes : j.num_nodes) * std::max(1, j.ntasks_per_node))
+    << " CPUs/Task=" << j.cpus_per_task << " NtasksPerN=" << j.ntasks_per_node
+    << (j.mem_per_cpu > 0 ? " MinMemoryCPU=" + std::to_string(j.mem_per_cpu) + "M"
+                          : " MinMemoryNode=" + (j.mem_per_node > 0 ? std::to_string(j.mem_per_node) + "M" : "0"))
+    << " Gres=" << (j.gpus_per_node ? "gpu:" + std::to_string(j.gpus_per_node) : "(null)") << "\n"
+    << "   Dependency=" << (j.dependency.empty() ? "(null)" : j.dependency)
+    << (j.array_job_id ? " ArrayTaskThrottle=" + std::to_string(j.array_max) : std::string()) << "\n"
     << "   Requeue=" << (j.requeue ? 1 : 0) << " Restarts=" << j.restarts
     << (j.node_fail.empty() ? std::string() : " LostNodes=" + j.node_fail) << "\n";
   if (j.min_power || j.max_power)

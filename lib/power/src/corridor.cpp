@@ -118,8 +118,10 @@ double parse_watts(const std::string& text, const std::string& what) {
   char* e = nullptr;
   errno = 0;
   double v = std::strtod(b, &e);
-  if (text.empty() || e == b || *e != '\0' || errno == ERANGE || !std::isfinite(v) || std::isspace(static_cast<unsigned char>(text[0])))
-    throw InputError(what + ": '" + text + "' is not a number of watts");
+  // decimal only: strtod would also take "0x1f4" (500), "inf" and "nan"
+  if (text.empty() || e == b || *e != '\0' || errno == ERANGE || !std::isfinite(v) ||
+      text.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    throw InputError(what + ": '" + text + "' is not a number of watts (a decimal number, e.g. 500 or 1.2e3)");
   return v;
 }
 

@@ -97,7 +97,8 @@ std::string validate(const IlpInput& in, std::vector<Var>& vars) {
     return "corridor bounds must be finite and the lower bound >= 0 W";
   if (!(in.lower < in.upper)) return "corridor lower bound " + w(in.lower) + " is not below the upper bound " + w(in.upper);
   if (!finite_nonneg(in.idle_watts)) return "idle watts must be finite and >= 0";
-  if (!(in.time_limit_s > 0) || !std::isfinite(in.time_limit_s)) return "time limit must be > 0 s";
+  if (in.step_limit < 0 || in.moves_step_limit < 0) return "step limits must be >= 0";
+  if (in.step_limit == 0 && (!(in.time_limit_s > 0) || !std::isfinite(in.time_limit_s))) return "time limit must be > 0 s";
   if (!(in.moves_time_limit_s >= 0) || !std::isfinite(in.moves_time_limit_s)) return "moves time limit must be >= 0 s";
   if (!(in.mip_gap >= 0 && in.mip_gap < 1)) return "MIP gap must be in [0, 1)";
   auto add = [&](const std::string& what, int lo, int hi, int cur, bool has_cur, NodeConstraint c, double pmin,
@@ -252,16 +253,31 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
       }
     }
   }
-  // wall-clock budget for both phases through lp_solve's abort callback
+  // the budget of both phases through lp_solve's abort callback: lp_solve
+  // steps (deterministic, IlpInput::step_limit) or the wall clock
   using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
-  struct Deadline {
+  const bool by_steps = in.step_limit > 0;
+  const auto t0 = by_steps ? clock::time_point{} : clock::now();
+  struct Budget {
+    bool by_steps;
+    long used, limit;
     clock::time_point at;
-  } deadline{t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(in.time_limit_s))};
+  } budget{by_steps, 0, in.step_limit,
+           by_steps ? clock::time_point{}
+                    : t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(in.time_limit_s))};
   put_abortfunc(
-      lp, [](lprec*, void* h) -> int { return clock::now() >= static_cast<Deadline*>(h)->at ? TRUE : FALSE; },
-      &deadline);
-  set_timeout(lp, static_cast<long>(std::ceil(in.time_limit_s)) + 1);  // backstop
+      lp,
+      [](lprec*, void* h) -> int {
+        auto* b = static_cast<Budget*>(h);
+        if (b->by_steps) return ++b->used > b->limit ? TRUE : FALSE;
+        ++b->used;
+        return clock::now() >= b->at ? TRUE : FALSE;
+      },
+      &budget);
+  if (!by_steps) set_timeout(lp, static_cast<long>(std::ceil(in.time_limit_s)) + 1);  // backstop
+  auto seconds = [&] { return by_steps ? 0.0 : std::chrono::duration<double>(clock::now() - t0).count(); };
+  const std::string limit_words = by_steps ? "step limit of " + std::to_string(in.step_limit) + " lp_solve steps"
+                                           : "time limit of " + std::to_string(in.time_limit_s) + " s";
   // branching measured on bench_power_ilp's instances (K = 16..64): weight-
   // reverse node selection with reduced-cost fixing, floor branch
   // first, cut the median from ~200 ms (time limit) to a few ms; both keep
@@ -291,9 +307,11 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
     r.min_draw += r.idle_power;
     r.max_draw += r.idle_power;
   };
+  long phase1_steps = 0;
   auto finish = [&]() {
-    r.solve_seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    if (r.status == IlpStatus::feasible) r.reason = "time limit of " + std::to_string(in.time_limit_s) + " s hit; plan not proven best";
+    r.solve_seconds = seconds();
+    r.steps = phase1_steps + budget.used;
+    if (r.status == IlpStatus::feasible) r.reason = limit_words + " hit; plan not proven best";
     return r;
   };
   if (ret == OPTIMAL || ret == PRESOLVED || ret == SUBOPTIMAL) {
@@ -310,6 +328,7 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
       r.moves_optimal = true;
       return finish();
     }
+    if (by_steps && in.moves_step_limit == 0) return finish();  // phase 2 not asked for
     set_bounds(lp, col_idle, first.idle, first.idle);
     set_obj(lp, col_idle, 0.0);
     std::vector<double> cv(nrun, 1.0);
@@ -319,12 +338,17 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
       cc[i] = col_d0 + i;
     }
     add_constraintex(lp, nrun, cv.data(), cc.data(), LE, first.moves - 1);
-    // budget: half of phase 1's time (at least 0.3 ms), at most moves_time_limit_s
-    const double p1 = std::chrono::duration<double>(clock::now() - t0).count();
-    const double budget =
-        in.adaptive_moves_budget ? std::min(in.moves_time_limit_s, std::max(0.0003, 0.5 * p1)) : in.moves_time_limit_s;
-    deadline.at = std::min(deadline.at, clock::now() + std::chrono::duration_cast<clock::duration>(
-                                             std::chrono::duration<double>(budget)));
+    if (by_steps) {  // phase 2's own step budget
+      phase1_steps = budget.used;
+      budget.used = 0;
+      budget.limit = in.moves_step_limit;
+    } else {  // half of phase 1's time (at least 0.3 ms), at most moves_time_limit_s
+      const double p1 = seconds();
+      const double left =
+          in.adaptive_moves_budget ? std::min(in.moves_time_limit_s, std::max(0.0003, 0.5 * p1)) : in.moves_time_limit_s;
+      budget.at = std::min(budget.at, clock::now() + std::chrono::duration_cast<clock::duration>(
+                                                         std::chrono::duration<double>(left)));
+    }
     ret = solve(lp);
     if (ret == OPTIMAL || ret == PRESOLVED) {
       take(IlpStatus::optimal);
@@ -340,10 +364,11 @@ IlpResult solve_impl(const IlpInput& in, bool integer) {
     }
     return finish();
   }
-  r.solve_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  r.solve_seconds = seconds();
+  r.steps = budget.used;
   if (ret == TIMEOUT || ret == USERABORT) {
     r.status = IlpStatus::timeout;
-    r.reason = "lp_solve found no plan within the time limit of " + std::to_string(in.time_limit_s) + " s";
+    r.reason = "lp_solve found no plan within the " + limit_words;
     return r;
   }
   if (ret == INFEASIBLE) {

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -380,12 +381,12 @@ void send_msg(const Socket& s, const json& msg) {
   send_frame(s.fd(), msg);
 }
 
-json recv_msg(const Socket& s, int timeout_ms) {
+json recv_msg(const Socket& s, int timeout_ms, size_t max_body) {
   if (!s.valid()) throw ProtoError("recv: not connected");
   Deadline dl(timeout_ms);
   for (;;) {
     json m;
-    switch (detail::read_frame(s.fd(), dl.left_ms(), m)) {
+    switch (detail::read_frame(s.fd(), dl.left_ms(), m, std::min(max_body, kMaxFrame))) {
       case detail::ReadEnd::closed: throw ProtoError("recv: peer closed the connection");
       case detail::ReadEnd::timeout: throw ProtoError("recv: timeout");
       case detail::ReadEnd::frame: break;

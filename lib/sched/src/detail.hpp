@@ -56,6 +56,17 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg);
 /// The power policy [John24 Alg. 4]; power.cpp.
 Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg);
 
+/// decide() without the iCheck pass (the policy of cfg.policy alone).
+Decision decide_base(const Snapshot& snap, const PolicyConfig& cfg);
+/// decide() with the iCheck pass around decide_base [John24 Alg. 10, 11];
+/// icheck.cpp.
+Decision decide_icheck(const Snapshot& snap, const PolicyConfig& cfg);
+
+/// Size job r shrinks to from t to give up at least `need` nodes (largest
+/// admissible <= t - need), else as many as it can (its smallest admissible
+/// size below t); 0 if it cannot shrink. malleable.cpp.
+int down_by_need(const RunningJob& r, int t, int need);
+
 /// Predicted remaining seconds of a running job (predicted_end, else start +
 /// limit; +inf when unlimited); malleable.cpp.
 double remaining(const RunningJob& r, double now);

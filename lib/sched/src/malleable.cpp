@@ -29,6 +29,8 @@ bool resizable(const RunningJob& r, const Snapshot& s, const PolicyConfig& cfg) 
   if (r.kind != JobKind::malleable || !r.accepting || r.adapting) return false;
   if (!(remaining(r, s.now) > cfg.min_remaining)) return false;
   if (r.last_resize >= 0 && s.now - r.last_resize < cfg.min_resize_interval) return false;
+  if (s.idle_known && s.up_count == static_cast<int>(s.nodes.size()))
+    return !r.nodes.empty();  // every node up, the job's nodes valid and its own (Snapshot::idle_known)
   for (int n : r.nodes)  // a job on a lost node is left to failure handling
     if (n < 0 || n >= static_cast<int>(s.nodes.size()) || !s.nodes[n].up || s.nodes[n].job != r.id) return false;
   return !r.nodes.empty();
@@ -39,6 +41,12 @@ bool worth_growing(const RunningJob& r, int cur, int to, double now, const Polic
   double rem = remaining(r, now);
   if (!std::isfinite(rem)) return true;
   return rem * (1.0 - static_cast<double>(cur) / to) > cfg.grow_cost;
+}
+
+// Algorithm 3's example: even, 10 nodes, 8 needed -> 2.
+int down_by_need(const RunningJob& r, int t, int need) {
+  if (int s = largest_admissible(r.constraint, r.min_nodes, t - need)) return s;
+  return smallest_admissible(r.constraint, r.min_nodes, t - 1);
 }
 
 namespace {
@@ -72,13 +80,6 @@ int step_down(const RunningJob& r, int t) {  // next admissible size down
 }
 int lowest(const RunningJob& r, int t) {  // smallest admissible size below t
   return smallest_admissible(r.constraint, r.min_nodes, t - 1);
-}
-/// Give up at least `need` nodes if possible (largest admissible <= t-need),
-/// else as many as possible (the smallest admissible size); 0 if none.
-/// Algorithm 3's example: even, 10 nodes, 8 needed -> 2.
-int down_by_need(const RunningJob& r, int t, int need) {
-  if (int s = largest_admissible(r.constraint, r.min_nodes, t - need)) return s;
-  return lowest(r, t);
 }
 
 
@@ -374,7 +375,7 @@ Decision decide_malleable(const Snapshot& snap, const PolicyConfig& cfg) {
       for (auto& [j, to] : p.sizes) {
         if (!j->shrunk) {
           j->held = j->r->nodes;
-          std::sort(j->held.begin(), j->held.end());
+          if (!std::is_sorted(j->held.begin(), j->held.end())) std::sort(j->held.begin(), j->held.end());
         }
         for (int k = j->target - to; k > 0; --k) {
           pool.extra.push_back(j->held.back());

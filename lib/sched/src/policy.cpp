@@ -208,8 +208,10 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
       int64_t reach = 0;  // nodes released at a finite time, running + this pass
       for (const auto& r : snap.running) {
         int k = 0;
-        for (int n : r.nodes)
-          k += n >= 0 && n < static_cast<int>(nodes.size()) && nodes[n].up;
+        if (snap.idle_known && snap.up_count == static_cast<int>(nodes.size()))  // all valid and up (Snapshot::idle_known)
+          k = static_cast<int>(r.nodes.size());
+        else
+          for (int n : r.nodes) k += n >= 0 && n < static_cast<int>(nodes.size()) && nodes[n].up;
         double end = r.predicted_end >= 0 ? r.predicted_end
                                           : r.start_time + assumed_limit(r.time_limit, cfg.default_time_limit);
         if (k == 0 || !(end < kInf)) continue;
@@ -260,6 +262,10 @@ int start_phase(const Snapshot& snap, const PolicyConfig& cfg, Queue q, SizeRule
 }  // namespace detail
 
 Decision decide(const Snapshot& snap, const PolicyConfig& cfg) {
+  return snap.icheck.present ? detail::decide_icheck(snap, cfg) : detail::decide_base(snap, cfg);
+}
+
+Decision detail::decide_base(const Snapshot& snap, const PolicyConfig& cfg) {
   if (cfg.policy == Policy::power) return detail::decide_power(snap, cfg);
   if (is_malleable_policy(cfg.policy)) return detail::decide_malleable(snap, cfg);
   Decision d;

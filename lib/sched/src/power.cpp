@@ -10,7 +10,7 @@
 // the maximum is above u or the minimum below l (Eq. 5.1/5.2), unless the
 // caller gives a measured/forecast draw (PowerView::draw_min/draw_max).
 #include <algorithm>
-#include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -76,26 +76,26 @@ struct Cluster {
   /// job's node list grows only then): they draw as the job's nodes, [min, max].
   double reserved_lo = 0, reserved_hi = 0;
 
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  /// Seconds left of the pass's ILP budget (PolicyConfig::power_pass_budget).
-  double left() const {
-    double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return cfg.power_pass_budget - used;
-  }
-  /// solve_corridor within what is left of the pass's budget.
-  pw::IlpResult solve(pw::IlpInput in) const {
-    double l = left();
-    if (!(l > 0)) {
+  /// lp_solve steps (IlpResult::steps) the pass's solves have used; a solve
+  /// gets at most what is left of PolicyConfig::power_pass_steps and none
+  /// once it is spent. Counted, not timed: the pass is a pure function.
+  long steps_used = 0;
+  long left() const { return cfg.power_pass_steps - steps_used; }
+  /// solve_corridor within what is left of the pass's steps.
+  pw::IlpResult solve(pw::IlpInput in) {
+    const long l = left();
+    if (l <= 0) {
       pw::IlpResult r;
       r.status = pw::IlpStatus::timeout;
-      char b[96];
-      std::snprintf(b, sizeof b, "the pass's ILP budget (%.3g s, scheduler.power.pass_budget) is spent", cfg.power_pass_budget);
-      r.reason = b;
+      r.reason = "the pass's lp_solve steps (" + std::to_string(cfg.power_pass_steps) +
+                 ", scheduler.power.pass_steps) are spent";
       return r;
     }
-    in.time_limit_s = std::min(in.time_limit_s, l);
-    in.moves_time_limit_s = std::min(in.moves_time_limit_s, l);
-    return pw::solve_corridor(in);
+    in.step_limit = std::min(in.step_limit, l);
+    in.moves_step_limit = std::min(in.moves_step_limit, l);
+    auto r = pw::solve_corridor(in);
+    steps_used += r.steps;
+    return r;
   }
 
   Cluster(const Snapshot& s, const PolicyConfig& c, int idle_nodes, bool may_resize) : snap(s), cfg(c), idle(idle_nodes) {
@@ -183,21 +183,132 @@ struct Cluster {
       if (j.min_nodes != j.max_nodes) return true;
     return false;
   }
-  pw::IlpInput input() const {
+  /// The ILP's variables (set by input()): each a group of indices into
+  /// `jobs`; an empty group is the fixed rest (one pseudo-job whose size
+  /// cannot change and whose draw is that of every job left out).
+  std::vector<std::vector<size_t>> groups;
+
+  /// Eq. 5.3 bounded by problem size, not by the clock: resizable jobs of
+  /// equal per-node draw and no node constraint are one variable (their
+  /// node counts summed: the least idle power and the fewest moves are the
+  /// same as with one variable per job, split() gives each job its part);
+  /// of the variables only the cfg.power_ilp_jobs that can move the draw
+  /// most (range x |watts per node - idle watts|, then the lowest job id)
+  /// stay resizable, every other job holds its size, and all jobs that hold
+  /// their size are one fixed pseudo-job. Each solve gets
+  /// cfg.power_ilp_steps lp_solve steps for phase 1 and as many for phase 2.
+  pw::IlpInput input() {
+    groups.clear();
+    const double i0 = snap.power.idle_watts;
+    std::map<std::pair<double, double>, std::vector<size_t>> same_draw;
+    std::vector<std::vector<size_t>> vars;
+    std::vector<size_t> fixed;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto& j = jobs[i];
+      if (j.min_nodes == j.max_nodes && j.current == j.min_nodes) fixed.push_back(i);
+      else if (j.constraint == pw::NodeConstraint::none) same_draw[{j.p_min, j.p_max}].push_back(i);
+      else vars.push_back({i});
+    }
+    for (auto& [k, v] : same_draw) vars.push_back(std::move(v));
+    auto weight = [&](const std::vector<size_t>& g) {
+      double w = 0;
+      for (size_t i : g)
+        w += (jobs[i].max_nodes - jobs[i].min_nodes) * std::max(std::abs(jobs[i].p_max - i0), std::abs(jobs[i].p_min - i0));
+      return w;
+    };
+    auto first_id = [&](const std::vector<size_t>& g) {
+      int64_t m = jobs[g[0]].id;
+      for (size_t i : g) m = std::min(m, jobs[i].id);
+      return m;
+    };
+    std::vector<std::pair<double, int64_t>> key(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v) key[v] = {weight(vars[v]), first_id(vars[v])};
+    std::vector<size_t> ord(vars.size());
+    for (size_t v = 0; v < ord.size(); ++v) ord[v] = v;
+    std::sort(ord.begin(), ord.end(), [&](size_t a, size_t b) {
+      return key[a].first != key[b].first ? key[a].first > key[b].first : key[a].second < key[b].second;
+    });
+    const size_t K = static_cast<size_t>(std::max(1, cfg.power_ilp_jobs));
     pw::IlpInput in;
-    in.running = jobs;
+    for (size_t x = 0; x < ord.size(); ++x) {
+      auto& g = vars[ord[x]];
+      if (x >= K) {
+        fixed.insert(fixed.end(), g.begin(), g.end());
+        continue;
+      }
+      pw::IlpJob a;
+      a.id = first_id(g);
+      a.current = a.min_nodes = a.max_nodes = 0;
+      a.constraint = jobs[g[0]].constraint;
+      a.p_min = jobs[g[0]].p_min;
+      a.p_max = jobs[g[0]].p_max;
+      for (size_t i : g) {
+        a.current += jobs[i].current;
+        a.min_nodes += jobs[i].min_nodes;
+        a.max_nodes += jobs[i].max_nodes;
+      }
+      in.running.push_back(a);
+      groups.push_back(std::move(g));
+    }
+    long fixed_nodes = 0;
+    double fixed_lo = 0, fixed_hi = 0;
+    for (size_t i : fixed) {
+      fixed_nodes += jobs[i].current;
+      fixed_lo += jobs[i].current * jobs[i].p_min;
+      fixed_hi += jobs[i].current * jobs[i].p_max;
+    }
+    if (fixed_nodes > 0) {  // one pseudo-job drawing what the fixed ones draw together
+      pw::IlpJob f;
+      f.id = 0;
+      f.current = f.min_nodes = f.max_nodes = static_cast<int>(fixed_nodes);
+      f.p_min = fixed_lo / fixed_nodes;
+      f.p_max = std::max(f.p_min, fixed_hi / fixed_nodes);
+      in.running.push_back(f);
+      groups.emplace_back();
+    }
     in.nodes = nodes();
-    in.idle_watts = snap.power.idle_watts;
+    in.idle_watts = i0;
     in.lower = std::max(0.0, snap.power.lower - off_lo);
     in.upper = snap.power.upper - off_hi;
-    in.time_limit_s = cfg.power_ilp_time_limit > 0 ? cfg.power_ilp_time_limit : 0.05;
+    in.step_limit = std::max(1L, cfg.power_ilp_steps);
+    in.moves_step_limit = in.step_limit;
     in.fewest_moves = true;
-    // phase 2 may use the whole budget: a plan that depends on the machine's
-    // speed only when a solve needs that long keeps mjsim reproducible
-    in.adaptive_moves_budget = false;
-    in.moves_time_limit_s = in.time_limit_s;
     in.debug_write = false;  // no I/O in lib/sched
     return in;
+  }
+
+  /// New size of every job in `jobs` from a plan over input()'s variables: a
+  /// group's nodes are first kept where they are (each job clamped into its
+  /// range), then what the group gains goes to its jobs in start order
+  /// (earliest first) and what it loses comes from the latest started first,
+  /// each within its range: a group that moves by D nodes moves exactly D.
+  std::vector<int> split(const pw::IlpResult& r) const {
+    std::vector<int> to(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) to[i] = jobs[i].current;
+    for (size_t v = 0; v < groups.size() && v < r.k.size(); ++v) {
+      auto g = groups[v];
+      if (g.empty()) continue;
+      std::stable_sort(g.begin(), g.end(), [&](size_t a, size_t b) {
+        auto st = [&](size_t i) { return run[i] >= 0 ? snap.running[run[i]].start_time : snap.now; };
+        return st(a) != st(b) ? st(a) < st(b) : jobs[a].id < jobs[b].id;
+      });
+      long have = 0;
+      for (size_t i : g) have += to[i] = std::clamp(jobs[i].current, jobs[i].min_nodes, jobs[i].max_nodes);
+      long diff = r.k[v] - have;
+      if (diff > 0)
+        for (size_t i : g) {
+          long add = std::min<long>(diff, jobs[i].max_nodes - to[i]);
+          to[i] += static_cast<int>(add);
+          diff -= add;
+        }
+      else
+        for (auto it = g.rbegin(); it != g.rend() && diff < 0; ++it) {
+          long sub = std::min<long>(-diff, to[*it] - jobs[*it].min_nodes);
+          to[*it] -= static_cast<int>(sub);
+          diff += sub;
+        }
+    }
+    return to;
   }
 };
 
@@ -207,8 +318,9 @@ struct Cluster {
 /// sizes.
 void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const std::vector<const WaitingJob*>& cands) {
   const Snapshot& s = c.snap;
+  const std::vector<int> size = c.split(r);
   for (size_t i = 0; i < c.jobs.size(); ++i) {
-    int to = r.k[i], from = c.jobs[i].current;
+    int to = size[i], from = c.jobs[i].current;
     if (to >= from || c.run[i] < 0) continue;
     std::vector<int> held = s.running[c.run[i]].nodes;
     std::sort(held.begin(), held.end());
@@ -220,7 +332,7 @@ void apply(Cluster& c, const pw::IlpResult& r, Pool& pool, Decision& d, const st
     c.jobs[i].current = to;
   }
   for (size_t i = 0; i < c.jobs.size(); ++i) {
-    int to = r.k[i], from = c.jobs[i].current;
+    int to = size[i], from = c.jobs[i].current;
     if (to <= from || c.run[i] < 0) continue;
     d.expands.push_back({c.jobs[i].id, pool.take(to - from)});
     c.idle -= to - from;
@@ -329,6 +441,15 @@ std::vector<int> plan_with_candidates(Cluster& c, const std::vector<int>& order,
 /// "PowerCorridor", the others "Resources".
 void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& started) {
   const Snapshot& s = c.snap;
+  // the jobs' share of Cluster::draw(), kept up to date as jobs start (one
+  // sum per pass, not per waiting job: 5,000 waiting x 2,000 running)
+  double jobs_lo = 0, jobs_hi = 0;
+  for (auto& j : c.jobs) jobs_lo += j.current * j.p_min, jobs_hi += j.current * j.p_max;
+  const double i0 = s.power.idle_watts;
+  auto draw = [&](int extra, double pmin, double pmax) {
+    return std::pair<double, double>{(c.idle - extra) * i0 + extra * pmin + c.reserved_lo + jobs_lo,
+                                     (c.idle - extra) * i0 + extra * pmax + c.reserved_hi + jobs_hi};
+  };
   for (size_t i = 0; i < s.waiting.size(); ++i) {
     if (started[i]) continue;
     const WaitingJob& w = s.waiting[i];
@@ -343,15 +464,15 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
     int got = 0;
     bool power_blocked = false;
     for (int k = top; k >= lo && k >= 1; --k) {
-      if (c.inside(c.draw(k, pmin, pmax)) || !s.power.known) { got = k; break; }
+      if (c.inside(draw(k, pmin, pmax)) || !s.power.known) { got = k; break; }
       power_blocked = true;
     }
     // when the draw is outside already, a start that moves it towards the
     // corridor without crossing the other bound is not refused
     if (!got && s.power.known) {
-      auto now = c.draw();
+      auto now = draw(0, 0, 0);
       for (int k = top; k >= lo && k >= 1 && !got; --k) {
-        auto dd = c.draw(k, pmin, pmax);
+        auto dd = draw(k, pmin, pmax);
         bool better_low = now.first < s.power.lower && dd.first > now.first && dd.second <= s.power.upper + kEps;
         bool better_high = now.second > s.power.upper && dd.second < now.second && dd.first >= s.power.lower - kEps;
         if (better_low || better_high) got = k;
@@ -363,6 +484,8 @@ void power_starts(Cluster& c, Pool& pool, Decision& d, const std::vector<char>& 
     }
     d.starts.push_back({w.id, w.required.empty() && w.excluded.empty() ? pool.take(got) : pool.take_for(w, got)});
     c.idle -= got;
+    jobs_lo += got * pmin;
+    jobs_hi += got * pmax;
     pw::IlpJob j;
     j.id = w.id;
     j.current = j.min_nodes = j.max_nodes = got;

@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <unordered_map>
 
 #include "dynres/hostlist.hpp"
@@ -27,7 +29,10 @@
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/corridor.hpp"
+#include "dynres/requests.hpp"
+#include "intake.hpp"
 #include "node_watch.hpp"
+#include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
 
@@ -75,8 +80,10 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   std::vector<NodeRecord> nodes;
   std::vector<JobRecord> jobs;
   std::map<int64_t, std::string> dep_block;
+  std::set<int64_t> lent;  // nodes lent to iCheck: neither idle nor a job's
   st.db().read_tx([&] {
     nodes = st.nodes();
+    lent = icheck_lent_ids(st);
     jobs = st.jobs({kRunning, kPending});
     for (auto& j : jobs) {  // dependencies, in the same snapshot
       if (j.state != kPending || j.dependency.empty()) continue;
@@ -110,7 +117,7 @@ sched::Snapshot build_snapshot(State& st, double now, std::vector<int64_t>& node
   if (blocked) *blocked = dep_block;
   for (auto& n : nodes) {
     int idx = static_cast<int>(s.nodes.size());
-    s.nodes.push_back({n.name, n.state == "up", n.job_id});
+    s.nodes.push_back({n.name, n.state == "up", lent.count(n.id) ? sched::kIcheckJob : n.job_id});
     s.nodes.back().lost = n.state == "down";
     node_ids.push_back(n.id);
     if (n.job_id) held[n.job_id].push_back(idx);
@@ -211,7 +218,9 @@ std::optional<double> test_only_start(State& st, const JobRecord& j, const sched
   return std::max(it->second, j.begin_time.value_or(0));
 }
 
-Daemon::Daemon() = default;
+Daemon::Daemon() : refused_(std::make_unique<RateLimitedLog>([](const std::string& m) { log(m); })) {}
+
+void Daemon::refused_log_(const std::string& key, const std::string& msg, double now) { (*refused_)(key, msg, now); }
 Daemon::~Daemon() = default;
 
 State& Daemon::state() {
@@ -225,14 +234,44 @@ ResizeServer& Daemon::resizer() {
     o.timeout = cfg.resize_timeout;
     o.backoff = cfg.resize_backoff;
     o.restart_timeout = cfg.resize_restart_timeout;
-    resize_ = std::make_unique<ResizeServer>(o, [](const std::string& m) { log(m); });
+    // refusals come from the jobs' own messages: rate-limited per job and op
+    resize_ = std::make_unique<ResizeServer>(o, [this](const std::string& m) {
+      auto at = m.find("refused");
+      if (at == std::string::npos) return log(m);
+      refused_log_("job:" + m.substr(0, at), m, now_seconds());
+    });
     resize_->set_shrink_by_count(cfg.resize_shrink_by_count);
     resize_->load(state(), now_seconds());
   }
   return *resize_;
 }
 
+IcheckServer& Daemon::icheck() {
+  if (!icheck_) icheck_ = std::make_unique<IcheckServer>(cfg.icheck_status_timeout, [](const std::string& m) { log(m); });
+  return *icheck_;
+}
+namespace {
+/// The state file and the cluster directory are the owner's alone: modes
+/// opened up after the start (chmod by hand, an old recipe for sharing) are
+/// closed again on every pass, and logged.
+void keep_private(const std::string& home) {
+  struct stat sb {};
+  if (::stat(home.c_str(), &sb) == 0 && (sb.st_mode & 022)) {
+    ::chmod(home.c_str(), sb.st_mode & 07755);
+    log("the cluster directory " + home + " was writable by group or others: made it go-w again");
+  }
+  for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm"}) {
+    std::string p = home + f;
+    if (::stat(p.c_str(), &sb) == 0 && (sb.st_mode & 077)) {
+      ::chmod(p.c_str(), 0600);
+      log(p + " was open to group or others: made it 0600 again (the tools ask mjsched instead)");
+    }
+  }
+}
+}  // namespace
+
 int Daemon::pass() {
+  keep_private(home);
   State& st = state();
   react_to_nodes();  // node failures and drains first: a lost node's job is not "supervisor lost"
   // Reconcile: a RUNNING job needs a live supervisor. Suspects are confirmed
@@ -262,6 +301,7 @@ int Daemon::pass() {
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);
     power_->annotate(st, snap, now, cfg.policy, cfg.tick);
@@ -289,8 +329,9 @@ int Daemon::pass() {
       });
   }
   const bool malleable = sched::is_malleable_policy(cfg.policy.policy);
-  if (snap.waiting.empty() && !malleable) return 0;
+  if (snap.waiting.empty() && !malleable && !snap.icheck.present) return 0;
   auto d = sched::decide(snap, cfg.policy);
+  icheck().apply(st, d, snap, node_ids, now);  // grants use idle nodes no start of d uses
   if (d.notes != last_notes_) {
     for (auto& n : d.notes) log("policy: " + n);
     last_notes_ = d.notes;
@@ -342,7 +383,7 @@ int Daemon::pass() {
   return started;
 }
 
-bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
+bool Daemon::serve_request(int c, const Peer& peer, const proto::json& m, bool& wake) {
   std::string op = m.is_object() && m.contains("op") && m["op"].is_string() ? m["op"].get<std::string>() : "";
   if (op == "ping") {
     proto::send_frame(c, {{"ok", true},
@@ -352,27 +393,50 @@ bool Daemon::serve_request(int c, const proto::json& m, bool& wake) {
                           {"tick", cfg.tick}});
     return false;
   }
+  if (op == "wake") {  // a job's supervisor, or a tool: run a pass soon
+    wake = true;
+    return false;
+  }
   if (bool handled = false, kept = serve_node_request(c, op, m, wake, &handled); handled) return kept;
-  if (op == "mj_hello") {  // a job's process: the connection stays open
+  if (op == "mj_hello") {  // a job's process (authenticated by its secret): the connection stays open
     resizer().adopt(state(), c, m);
     wake = true;
     return true;
   }
-  if (op == "resize") {  // mjcontrol resize JOBID N: checked and answered by the resize server
+  if (op.rfind("ic_", 0) == 0) {  // the iCheck controller [John24 §7.3.1.1]
     ucred cr{};
     socklen_t len = sizeof cr;
     if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
       proto::send_frame(c, {{"error", "cannot identify the peer"}});
       return false;
     }
+    auto a = icheck().serve(state(), static_cast<uint32_t>(cr.uid), m, now_seconds());
+    wake = a.contains("ok") && op != "ic_query";
+    proto::send_frame(c, a);
+    return false;
+  }
+  if (op == "resize") {  // mjcontrol resize JOBID N: checked and answered by the resize server
     double now = now_seconds();
     std::vector<int64_t> node_ids;
     auto snap = build_snapshot(state(), now, node_ids);
     resizer().annotate(snap, now);
-    proto::send_frame(c, resizer().admin_request(state(), static_cast<uint32_t>(cr.uid), m, snap, now));
+    proto::send_frame(c, resizer().admin_request(state(), peer.uid, m, snap, now));
     return false;
   }
-  wake = true;
+  // the tools' requests (dynres/requests.hpp): submit, cancel, hold, ...
+  Ctx ctx{state(), home, cfg, Authority{static_cast<uint32_t>(::geteuid())}};
+  auto reply = handle_request(ctx, peer, m);
+  if (!reply) {
+    refused_log_("op:" + std::to_string(peer.uid), "refused an unknown request '" + op.substr(0, 64) + "' of uid " +
+                                                     std::to_string(peer.uid), now_seconds());
+    reply = proto::json{{"error", "unknown request '" + op.substr(0, 64) + "'"}};
+  }
+  if (reply->contains("error"))
+    refused_log_("bad:" + std::to_string(peer.uid), "refused a request of uid " + std::to_string(peer.uid) + ": " +
+                     (*reply)["error"].dump(-1, ' ', false, proto::json::error_handler_t::replace).substr(0, 300),
+                 now_seconds());
+  wake = wake || ctx.wake;
+  proto::send_frame(c, *reply);
   return false;
 }
 
@@ -403,9 +467,16 @@ int Daemon::run() {
   {
     State fresh(state_path(home), true);  // create / migrate
     resize::migrate(fresh);
+    icheck_migrate(fresh);
   }
   resizer();  // rebuild the resize book; roll back orders a previous scheduler left
   int lfd = proto::listen_unix(sched_socket(home));
+  // Anyone who can reach the directory may connect: every request is checked
+  // against the peer's SO_PEERCRED identity (dynres/requests.hpp); the
+  // directory's mode decides who reaches the socket.
+  ::chmod(sched_socket(home).c_str(), 0666);
+  ::fcntl(lfd, F_SETFL, ::fcntl(lfd, F_GETFL) | O_NONBLOCK);  // accept_all takes what is queued, never waits
+  ::chmod(state_path(home).c_str(), 0600);
 
   ::signal(SIGCHLD, SIG_IGN);  // supervisors are reaped automatically
   ::signal(SIGPIPE, SIG_IGN);
@@ -419,6 +490,7 @@ int Daemon::run() {
 
   log("serving " + home + " policy=" + sched::to_string(cfg.policy.policy) + " launcher=" + cfg.launcher +
       " tick=" + std::to_string(cfg.tick) + "s");
+  Intake intake(*refused_);
   bool wake = true;
   double next_tick = 0;
   while (!stop) {
@@ -434,45 +506,46 @@ int Daemon::run() {
       next_tick = now_seconds() + cfg.tick;
     }
     std::vector<pollfd> p = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
-    for (int fd : resizer().fds()) p.push_back({fd, POLLIN, 0});
-    const size_t agents = p.size();
-    for (int fd : node_watch().fds()) p.push_back({fd, POLLIN, 0});
-    int timeout = std::max(1, static_cast<int>((next_tick - now_seconds()) * 1000));
+    const std::vector<int> job_fds = resizer().fds(), node_fds = node_watch().fds(), new_fds = intake.fds();
+    for (int fd : job_fds) p.push_back({fd, POLLIN, 0});
+    for (int fd : node_fds) p.push_back({fd, POLLIN, 0});
+    for (int fd : new_fds) p.push_back({fd, POLLIN, 0});
+    const size_t agents = 2 + job_fds.size(), intake_at = agents + node_fds.size();
+    int timeout = std::max(1, std::min(1000, static_cast<int>((next_tick - now_seconds()) * 1000)));
     if (::poll(p.data(), p.size(), timeout) < 0) continue;
-    for (size_t k = agents; k < p.size(); ++k)  // a lost agent wakes a pass at once
+    for (size_t k = agents; k < intake_at; ++k)  // a lost agent wakes a pass at once
       if ((p[k].revents & (POLLIN | POLLHUP | POLLERR)) && node_watch().on_readable(p[k].fd, now_seconds())) wake = true;
     for (size_t k = 2; k < agents; ++k) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       try {
         resizer().on_readable(state(), p[k].fd, now_seconds());
       } catch (const std::exception& e) {
-        log(std::string("job connection: ") + e.what());
+        refused_log_("job", std::string("job connection: ") + e.what(), now_seconds());
       }
       wake = true;  // a commit or registration changes what the policy sees
     }
+    auto serve = [&](Intake::Ready& r) {
+      bool kept = false;
+      try {
+        kept = serve_request(r.fd, r.peer, r.msg, wake);
+      } catch (const std::exception& e) {
+        refused_log_("bad:" + std::to_string(r.peer.uid), std::string("bad message: ") + e.what(), now_seconds());
+      }
+      if (!kept) ::close(r.fd);
+    };
+    for (size_t k = intake_at; k < p.size(); ++k) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (auto r = intake.on_readable(p[k].fd, now_seconds())) serve(*r);
+    }
+    intake.expire(now_seconds());
     if (p[1].revents & POLLIN) {
       signalfd_siginfo si;
       (void)!::read(sfd, &si, sizeof si);
       log("signal " + std::to_string(si.ssi_signo) + ": stopping (jobs keep running)");
       break;
     }
-    if (p[0].revents & POLLIN) {
-      // drain every queued connection before the next pass
-      for (;;) {
-        pollfd q{lfd, POLLIN, 0};
-        if (::poll(&q, 1, 0) <= 0) break;
-        int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) break;
-        bool kept = false;
-        try {
-          auto m = proto::recv_frame(c, 500);
-          if (m) kept = serve_request(c, *m, wake);
-        } catch (const std::exception& e) {
-          log(std::string("bad message: ") + e.what());
-        }
-        if (!kept) ::close(c);
-      }
-    }
+    if (p[0].revents & POLLIN)  // complete requests are served now; unfinished first frames wait in the intake
+      for (auto& r : intake.accept_all(lfd, now_seconds())) serve(r);
   }
   ::close(lfd);
   ::unlink(sched_socket(home).c_str());

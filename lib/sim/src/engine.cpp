@@ -161,7 +161,7 @@ void Engine::record(double t) {
 }
 
 void Engine::release(std::vector<int> nodes) {
-  std::sort(nodes.begin(), nodes.end());
+  if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
   std::vector<int> merged;
   merged.reserve(snap_.idle.size() + nodes.size());
   std::merge(snap_.idle.begin(), snap_.idle.end(), nodes.begin(), nodes.end(), std::back_inserter(merged));
@@ -169,7 +169,7 @@ void Engine::release(std::vector<int> nodes) {
 }
 
 void Engine::acquire(std::vector<int> nodes) {
-  std::sort(nodes.begin(), nodes.end());
+  if (!std::is_sorted(nodes.begin(), nodes.end())) std::sort(nodes.begin(), nodes.end());
   std::vector<int> left;
   left.reserve(snap_.idle.size());
   std::set_difference(snap_.idle.begin(), snap_.idle.end(), nodes.begin(), nodes.end(), std::back_inserter(left));
@@ -303,25 +303,28 @@ void Engine::pass(double t) {
     int k = it->second;
     Job& j = jobs_[k];
     advance(j, t);
-    auto& nodes = snap_.running[j.run_pos].nodes;
+    auto& nodes = snap_.running[j.run_pos].nodes;  // ascending (Snapshot::idle_known)
     for (int x : rz.nodes) {
       if (x < 0 || x >= static_cast<int>(snap_.nodes.size())) bad("node index out of range");
       if (grow) {
         if (snap_.nodes[x].job != 0) bad("expand onto a busy node");
         snap_.nodes[x].job = rz.job;
-        nodes.push_back(x);
       } else {
         if (snap_.nodes[x].job != rz.job) bad("shrink of a node the job does not hold");
         snap_.nodes[x].job = 0;
-        nodes.erase(std::find(nodes.begin(), nodes.end(), x));
       }
     }
-    if (grow) acquire(rz.nodes);
-    else release(rz.nodes);
+    std::vector<int> moved = rz.nodes, now;
+    if (!std::is_sorted(moved.begin(), moved.end())) std::sort(moved.begin(), moved.end());
+    now.reserve(nodes.size() + (grow ? moved.size() : 0));
+    if (grow) std::merge(nodes.begin(), nodes.end(), moved.begin(), moved.end(), std::back_inserter(now));
+    else std::set_difference(nodes.begin(), nodes.end(), moved.begin(), moved.end(), std::back_inserter(now));
+    nodes.swap(now);
+    if (grow) acquire(std::move(moved));
+    else release(std::move(moved));
     int from = j.n;
     j.n = static_cast<int>(nodes.size());
     idle_ += grow ? -static_cast<int>(rz.nodes.size()) : static_cast<int>(rz.nodes.size());
-    std::sort(nodes.begin(), nodes.end());
     (grow ? j.expands : j.shrinks)++;
     j.pause_until = t + (grow ? o_.grow_cost : o_.shrink_cost);
     // overlap: during an expand's pause the job computes on its `from` nodes
@@ -358,6 +361,7 @@ void Engine::pass(double t) {
       rj.id = sp.id;
       rj.kind = sp.kind;
       rj.nodes = s.nodes;
+      if (!std::is_sorted(rj.nodes.begin(), rj.nodes.end())) std::sort(rj.nodes.begin(), rj.nodes.end());
       rj.req_nodes = sp.req_nodes;
       rj.min_nodes = sp.min_nodes;
       rj.max_nodes = sp.max_nodes;
@@ -394,6 +398,10 @@ SimResult Engine::run() {
       throw std::invalid_argument("duplicate job id " + std::to_string(s.id));
     if (!(s.submit >= 0) || !(s.runtime >= 0))
       throw std::invalid_argument("job " + std::to_string(s.id) + ": negative submit time or runtime");
+    if (s.submit > kMaxSimTime || s.runtime > kMaxSimTime || s.time_limit > kMaxSimTime)
+      throw std::invalid_argument("job " + std::to_string(s.id) + ": submit time, runtime or time limit above " +
+                                  std::to_string(static_cast<int64_t>(kMaxSimTime)) +
+                                  " s, beyond what the simulator can represent");
     sched::WaitingJob w{s.id, s.kind, s.req_nodes, s.min_nodes, s.max_nodes, s.constraint, s.time_limit, s.submit};
     if (sched::min_size(w) == 0 || s.req_nodes < 1)
       throw std::invalid_argument("job " + std::to_string(s.id) + ": no admissible size");
@@ -444,6 +452,7 @@ SimResult Engine::run() {
       first = std::min(first, s.submit);
     }
     if (!jobs_.empty()) r_.lower_bound = std::max(work / o_.nodes, last - first);
+    r_.lower_bound_work = work / o_.nodes;
   }
   snap_.nodes.reserve(o_.nodes);
   for (int i = 0; i < o_.nodes; ++i) snap_.nodes.push_back({"n" + std::to_string(i + 1), true, 0});

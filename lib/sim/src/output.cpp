@@ -44,6 +44,7 @@ nlohmann::json to_json(const SimResult& r) {
   j["passes"] = r.passes;
   j["never_started"] = r.never_started;
   j["makespan_lower_bound_s"] = r.lower_bound;
+  j["makespan_lower_bound_work_s"] = r.lower_bound_work;
   if (r.power_tracked) {
     j["power"] = {{"violations", r.violations},   {"breaks", r.breaks}, {"corrected", r.corrected},
                   {"above_ws", r.above_ws},       {"below_ws", r.below_ws},

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
 
 #include <cstdlib>
 
@@ -65,8 +67,14 @@ std::optional<double> Stmt::opt_f64(int c) const {
 Db::Db(const std::string& path, bool create, int busy_timeout_ms) : path_(path) {
   if (!create) {
     struct stat sb;
-    if (::stat(path.c_str(), &sb) != 0)
+    if (::stat(path.c_str(), &sb) != 0) {
+      if (errno == EACCES)
+        throw DbError("cannot reach the state file " + path + ": permission denied (its directory is private to the cluster's owner)");
       throw DbError("no state file at " + path + " (is a virtual cluster booted there? see vcluster-boot(1))");
+    }
+    if (::access(path.c_str(), R_OK) != 0 && errno == EACCES)
+      throw DbError("cannot read the state file " + path + ": permission denied (it belongs to uid " +
+                    std::to_string(sb.st_uid) + "; only the cluster's owner and root read it)");
   }
   int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {

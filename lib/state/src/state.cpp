@@ -93,6 +93,18 @@ CREATE TABLE events(
     // 11: sbatch -w/--nodelist (nodes the job must get) and -x/--exclude (nodes it must not), node lists; '' = none
     "ALTER TABLE jobs ADD COLUMN req_nodelist TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN exc_nodelist TEXT NOT NULL DEFAULT ''",
+    // 12: memory and GPUs (sbatch --mem/--mem-per-cpu, --gres/--gpus*): the nodes' memory (MB, 0 = unknown)
+    // and GPUs; the job's memory per node (MB, -1 = not given, 0 = all of a node), per CPU (MB, 0 = not
+    // given) and GPUs per node
+    "ALTER TABLE nodes ADD COLUMN mem_mb INTEGER NOT NULL DEFAULT 0 CHECK(mem_mb >= 0);"
+    "ALTER TABLE nodes ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0 CHECK(gpus >= 0);"
+    "ALTER TABLE jobs ADD COLUMN mem_per_node INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN mem_per_cpu INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN gpus_per_node INTEGER NOT NULL DEFAULT 0",
+    // 13: the submitter's primary group (the job runs with it when mjsched runs as root; -1 = the
+    // daemon's) and umask (job output files are created with it, as Slurm)
+    "ALTER TABLE jobs ADD COLUMN gid INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN umask INTEGER NOT NULL DEFAULT 18 CHECK(umask BETWEEN 0 AND 511)",
 };
 
 // Schema of module "nodes": node health (reason, since, who) and what a job
@@ -166,7 +178,7 @@ const char* const kJobColumns =
     "script,workdir,stdout_path,stderr_path,submit_time,start_time,end_time,num_nodes,nodelist,exit_code,"
     "reason,supervisor_pid,cancel_requested,submit_dir,env,step_pgid,step_start,held,begin_time,dependency,"
     "ntasks,ntasks_per_node,cpus_per_task,args,array_job_id,array_task_id,array_max,req_nodelist,exc_nodelist,"
-    "requeue,restarts,node_fail";
+    "requeue,restarts,node_fail,mem_per_node,mem_per_cpu,gpus_per_node,gid,umask";
 
 JobRecord job_from_row(const Stmt& s) {
   JobRecord j;
@@ -214,6 +226,11 @@ JobRecord job_from_row(const Stmt& s) {
   j.requeue = s.i64(41) != 0;
   j.restarts = static_cast<int>(s.i64(42));
   j.node_fail = s.text(43);
+  j.mem_per_node = s.i64(44);
+  j.mem_per_cpu = s.i64(45);
+  j.gpus_per_node = static_cast<int>(s.i64(46));
+  j.gid = s.i64(47);
+  j.umask = static_cast<int>(s.i64(48));
   return j;
 }
 
@@ -243,11 +260,11 @@ void State::register_nodes(const std::vector<std::pair<std::string, std::string>
 
 std::vector<NodeRecord> State::nodes() {
   std::vector<NodeRecord> out;
-  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus, reason, reason_time, reason_uid "
+  Stmt s(db_, "SELECT id, name, host, state, COALESCE(job_id, 0), cpus, reason, reason_time, reason_uid, mem_mb, gpus "
               "FROM nodes ORDER BY id");
   while (s.step())
     out.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4), static_cast<int>(s.i64(5)), s.text(6),
-                   s.opt_f64(7), s.opt_i64(8)});
+                   s.opt_f64(7), s.opt_i64(8), s.i64(9), static_cast<int>(s.i64(10))});
   return out;
 }
 
@@ -263,24 +280,42 @@ int State::node_cpus() {
   return static_cast<int>(s.i64(0));
 }
 
-int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
-  if (cpus < 1) throw DbError("CPUs per node must be at least 1, got " + std::to_string(cpus));
+int64_t State::node_mem_mb() {
+  Stmt s(db_, "SELECT COALESCE(MIN(mem_mb), 0) FROM nodes WHERE state != 'down'");
+  s.step();
+  return s.i64(0);
+}
+
+int State::node_gpus() {
+  Stmt s(db_, "SELECT COALESCE(MIN(gpus), 0) FROM nodes WHERE state != 'down'");
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+int State::set_node_resource(const std::vector<std::string>& names, const std::string& column, int64_t value) {
+  if (column != "cpus" && column != "mem_mb" && column != "gpus") throw DbError("unknown node resource '" + column + "'");
+  if (value < 0) throw DbError(column + " must not be negative, got " + std::to_string(value));
   int n = 0;
   db_.write_tx([&] {
-    Stmt up(db_, names.empty() ? "UPDATE nodes SET cpus=?" : "UPDATE nodes SET cpus=? WHERE name=?");
+    Stmt up(db_, names.empty() ? "UPDATE nodes SET " + column + "=?" : "UPDATE nodes SET " + column + "=? WHERE name=?");
     if (names.empty()) {
-      up.bind(1, cpus).run();
+      up.bind(1, value).run();
       n = db_.changes();
       return;
     }
     for (auto& name : names) {
-      up.bind(1, cpus).bind(2, name).run();
+      up.bind(1, value).bind(2, name).run();
       if (db_.changes() == 0) throw DbError("no node named '" + name + "'");
       ++n;
       up.reset();
     }
   });
   return n;
+}
+
+int State::set_node_cpus(const std::vector<std::string>& names, int cpus) {
+  if (cpus < 1) throw DbError("CPUs per node must be at least 1, got " + std::to_string(cpus));
+  return set_node_resource(names, "cpus", cpus);
 }
 
 int64_t State::submit(JobRecord j) {
@@ -317,8 +352,9 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     Stmt s(db_,
            "INSERT INTO jobs(name,uid,state,kind,req_nodes,min_nodes,max_nodes,node_constraint,time_limit,"
            "min_power,max_power,script,workdir,stdout_path,stderr_path,submit_time,reason,submit_dir,env,held,"
-           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,requeue) "
-           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+           "begin_time,dependency,ntasks,ntasks_per_node,cpus_per_task,args,req_nodelist,exc_nodelist,requeue,"
+           "mem_per_node,mem_per_cpu,gpus_per_node,gid,umask) "
+           "VALUES(?,?,'PENDING',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, j.name).bind(2, j.uid).bind(3, j.kind).bind(4, j.req_nodes).bind(5, j.min_nodes);
     s.bind(6, j.max_nodes).bind(7, j.constraint).bind(8, j.time_limit).bind(9, j.min_power);
     s.bind(10, j.max_power).bind(11, j.script).bind(12, j.workdir).bind(13, j.stdout_path);
@@ -330,6 +366,8 @@ int64_t State::insert_job(const JobRecord& j, std::optional<int64_t> array_job, 
     s.bind(19, static_cast<int64_t>(j.held ? 1 : 0)).bind(20, j.begin_time).bind(21, j.dependency);
     s.bind(22, j.ntasks).bind(23, j.ntasks_per_node).bind(24, j.cpus_per_task).bind(25, j.args);
     s.bind(26, j.req_nodelist).bind(27, j.exc_nodelist).bind(28, static_cast<int64_t>(j.requeue ? 1 : 0));
+    s.bind(29, j.mem_per_node).bind(30, j.mem_per_cpu).bind(31, j.gpus_per_node);
+    s.bind(32, j.gid).bind(33, static_cast<int64_t>(j.umask & 0777));
     s.run();
     id = db_.last_insert_id();
     int64_t master = task ? array_job.value_or(id) : 0;

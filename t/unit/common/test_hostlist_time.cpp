@@ -46,9 +46,15 @@ TEST_CASE("time limits in every sbatch format") {
   CHECK(parse_time_limit("2-03:04:05") == 2 * 86400 + 3 * 3600 + 4 * 60 + 5);
   CHECK(parse_time_limit("UNLIMITED") == kUnlimited);
   CHECK(parse_time_limit("infinite") == kUnlimited);
-  for (const char* bad : {"", "abc", "1:2:3:4", "10:61", "-5", "1-25", "1:60:00", "5m", "1.5"})
+  // as Slurm's time_str2secs: "D-" is D days, fields are not range-checked
+  CHECK(parse_time_limit("1-") == 86400);
+  CHECK(parse_time_limit("00-24:00") == 86400);
+  CHECK(parse_time_limit("10:61") == 10 * 60 + 61);
+  CHECK(parse_time_limit("1:60:00") == 2 * 3600);
+  for (const char* bad : {"", "abc", "1:2:3:4", "-5", "1-2-5", "1:", ":5", "1-2:", "5m", "1.5", "1:2-3"})
     CHECK_THROWS_AS(parse_time_limit(bad), std::invalid_argument);
-  CHECK_THROWS_WITH(parse_time_limit("10:61"), Catch::Contains("10:61"));
+  CHECK_THROWS_WITH(parse_time_limit("10:6x"), Catch::Contains("10:6x"));
+  CHECK_THROWS_AS(parse_time_limit("9999999999999"), std::out_of_range);  // no overflow
 }
 
 TEST_CASE("durations print like squeue") {

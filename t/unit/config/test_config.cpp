@@ -61,12 +61,13 @@ TEST_CASE("config: values are read", "[config]") {
 TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
   TempDir d;
   auto c = load_config(d.write("scheduler:\n  policy: power\n  power:\n    mode: runtime\n    favour_malleable: true\n"
-                               "    max_tries: 3\n    ilp_time_limit: 0.5\n"));
+                               "    max_tries: 3\n    ilp_jobs: 12\n    ilp_steps: 5000\n"));
   CHECK(c.policy.policy == sched::Policy::power);
   CHECK(c.policy.power_mode == dynres::sched::PowerMode::runtime);
   CHECK(c.policy.power_favour_malleable);
   CHECK(c.policy.power_max_tries == 3);
-  CHECK(c.policy.power_ilp_time_limit == Approx(0.5));
+  CHECK(c.policy.power_ilp_jobs == 12);
+  CHECK(c.policy.power_ilp_steps == 5000);
   auto dflt = load_config(d.write("scheduler:\n  policy: power\n"));
   CHECK(dflt.policy.power_mode == dynres::sched::PowerMode::aware);
   CHECK_FALSE(dflt.policy.power_favour_malleable);
@@ -76,8 +77,8 @@ TEST_CASE("config: scheduler.power is read (the power policy)", "[config]") {
   CHECK(pro.policy.power_mode == dynres::sched::PowerMode::proactive);
   CHECK(pro.policy.power_forecast_interval == Approx(0.5));
   CHECK(pro.policy.power_forecast_window == 40);
-  CHECK(pro.policy.power_pass_budget == Approx(0.2));
-  CHECK(load_config(d.write("scheduler:\n  power:\n    pass_budget: 1.5\n")).policy.power_pass_budget == Approx(1.5));
+  CHECK(pro.policy.power_pass_steps == 100000);
+  CHECK(load_config(d.write("scheduler:\n  power:\n    pass_steps: 1500\n")).policy.power_pass_steps == 1500);
   CHECK(load_config(d.write("scheduler:\n  power:\n    mode: reactive\n")).policy.power_mode ==
         dynres::sched::PowerMode::reactive);
   CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  power:\n    mode: predictive\n")),
@@ -130,8 +131,11 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"scheduler:\n  policy: easy\n tick: 1\n", {"dynres.yaml"}},  // malformed YAML
       {"scheduler:\n  power:\n    mode: sometimes\n", {"scheduler.power.mode", "aware, runtime, proactive or reactive"}},
       {"scheduler:\n  power:\n    max_tries: 0\n", {"scheduler.power.max_tries"}},
-      {"scheduler:\n  power:\n    ilp_time_limit: 0\n", {"scheduler.power.ilp_time_limit"}},
-      {"scheduler:\n  power:\n    pass_budget: 0\n", {"scheduler.power.pass_budget"}},
+      {"scheduler:\n  power:\n    ilp_time_limit: 0.05\n", {"scheduler.power.ilp_time_limit", "no longer read"}},
+      {"scheduler:\n  power:\n    pass_budget: 0.2\n", {"scheduler.power.pass_budget", "not seconds"}},
+      {"scheduler:\n  power:\n    ilp_jobs: 0\n", {"scheduler.power.ilp_jobs"}},
+      {"scheduler:\n  power:\n    ilp_steps: 10\n", {"scheduler.power.ilp_steps"}},
+      {"scheduler:\n  power:\n    pass_steps: -1\n", {"scheduler.power.pass_steps"}},
       {"scheduler:\n  power:\n    favour_malleable: maybe\n", {"scheduler.power.favour_malleable"}},
       {"scheduler:\n  power:\n    corridor: 5\n", {"unknown key", "scheduler.power.corridor"}},
       {"scheduler:\n  malleable:\n    grow_at_start: maybe\n", {"scheduler.malleable.grow_at_start"}},
@@ -149,4 +153,25 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       for (auto n : c.needles) CHECK_THAT(msg, Contains(n));
     }
   }
+}
+
+TEST_CASE("config: scheduler.icheck (iCheck-aware scheduling)", "[config]") {
+  TempDir d;
+  auto dflt = load_config(d.write("scheduler:\n  policy: perf\n"));
+  CHECK(dflt.policy.icheck_favour == sched::IcheckFavour::icheck);
+  CHECK(dflt.policy.icheck_reclaim_free == Approx(0.9));
+  CHECK(dflt.icheck_status_timeout == Approx(30));
+  auto c = load_config(d.write("scheduler:\n  icheck:\n    favour: applications\n    reclaim_free: 0.75\n"
+                               "    status_timeout: 12\n"));
+  CHECK(c.policy.icheck_favour == sched::IcheckFavour::applications);
+  CHECK(c.policy.icheck_reclaim_free == Approx(0.75));
+  CHECK(c.icheck_status_timeout == Approx(12));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favour: apps\n")),
+                    Contains("unknown scheduler.icheck.favour 'apps' (icheck|applications)"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    reclaim_free: 1\n")),
+                    Contains("scheduler.icheck.reclaim_free must be a fraction in [0, 1)"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    status_timeout: 0\n")),
+                    Contains("scheduler.icheck.status_timeout must be in (0, 86400] seconds"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favor: icheck\n")),
+                    Contains("unknown key 'scheduler.icheck.favor'"));
 }

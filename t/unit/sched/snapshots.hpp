@@ -23,4 +23,25 @@ inline std::vector<int> range(int lo, int hi) {
   return v;
 }
 
+/// A running malleable job on `nodes` (marked as its own in s.nodes) that
+/// accepts orders, with a time limit of 100000 s from `start`; MTCT `mtct`.
+inline RunningJob& malleable(Snapshot& s, int64_t id, std::vector<int> nodes, int lo, int hi, Constraint c,
+                             double start, double mtct) {
+  for (int n : nodes) s.nodes[n].job = id;
+  RunningJob r;
+  r.id = id;
+  r.kind = JobKind::malleable;
+  r.accepting = true;
+  r.req_nodes = static_cast<int>(nodes.size());
+  r.min_nodes = lo;
+  r.max_nodes = hi;
+  r.constraint = c;
+  r.nodes = std::move(nodes);
+  r.start_time = start;
+  r.time_limit = 100000;
+  r.mtct = mtct;
+  s.running.push_back(std::move(r));
+  return s.running.back();
+}
+
 }  // namespace dynres::sched::test

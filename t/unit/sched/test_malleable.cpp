@@ -21,21 +21,7 @@ using test::range;
 /// A running malleable job that accepts orders, far from its end.
 RunningJob& mall(Snapshot& s, int64_t id, V nodes, int lo, int hi, Constraint c = Constraint::none,
                  double start = kNow - 1000, double mtct = -1) {
-  for (int n : nodes) s.nodes[n].job = id;
-  RunningJob r;
-  r.id = id;
-  r.kind = JobKind::malleable;
-  r.accepting = true;
-  r.req_nodes = static_cast<int>(nodes.size());
-  r.min_nodes = lo;
-  r.max_nodes = hi;
-  r.constraint = c;
-  r.nodes = std::move(nodes);
-  r.start_time = start;
-  r.time_limit = 100000;
-  r.mtct = mtct;
-  s.running.push_back(std::move(r));
-  return s.running.back();
+  return test::malleable(s, id, std::move(nodes), lo, hi, c, start, mtct);
 }
 
 void rigid_running(Snapshot& s, int64_t id, V nodes, double end) {

@@ -8,6 +8,9 @@
 #include <random>
 #include <numeric>
 #include <set>
+#include <atomic>
+#include <sstream>
+#include <thread>
 
 #include "dynres/sched.hpp"
 #include "snapshots.hpp"
@@ -550,7 +553,7 @@ TEST_CASE("power: nodes reserved for a pending expansion draw as the job's", "[s
   CHECK(d.starts[0].nodes == std::vector<int>{4});
 }
 
-TEST_CASE("power: the pass's ILP budget bounds the solves", "[sched][power]") {
+TEST_CASE("power: the pass's lp_solve steps bound the solves", "[sched][power]") {
   // the upper violation of the first case: corrected with the default
   // budget, kept (and said why) when the budget is spent before any solve
   auto s = cluster(10, 1000);
@@ -559,12 +562,82 @@ TEST_CASE("power: the pass's ILP budget bounds the solves", "[sched][power]") {
   corridor(s, 800, 1400);
   auto cfg = power_cfg();
   CHECK(decide(s, cfg).shrinks.size() == 1);
-  cfg.power_pass_budget = 1e-12;
+  cfg.power_pass_steps = 0;
   auto d = decide(s, cfg);
   CHECK(d.shrinks.empty());
   CHECK(d.expands.empty());
   REQUIRE(d.notes.size() == 1);
-  CHECK(d.notes[0].find("pass_budget") != std::string::npos);
+  CHECK(d.notes[0].find("pass_steps") != std::string::npos);
+}
+
+namespace {
+
+/// Everything a decision says, as text (for exact comparison).
+std::string dump(const Decision& d) {
+  std::ostringstream o;
+  auto nodes = [&](const std::vector<int>& v) {
+    for (int x : v) o << ' ' << x;
+    o << ';';
+  };
+  for (auto& x : d.starts) o << "start " << x.job, nodes(x.nodes);
+  for (auto& x : d.shrinks) o << "shrink " << x.job, nodes(x.nodes);
+  for (auto& x : d.expands) o << "expand " << x.job, nodes(x.nodes);
+  for (auto& [j, why] : d.holds) o << "hold " << j << ' ' << why << ';';
+  for (auto& n : d.notes) o << "note " << n << ';';
+  return o.str();
+}
+
+/// 1,200 nodes: 300 malleable jobs of 3 nodes (1-9, 100-299 W per node, many
+/// draws shared), 60 rigid ones of 2, 400 waiting; corridor upper bound at
+/// `upper_factor` x the modelled draw.
+Snapshot big(double upper_factor) {
+  Snapshot s = cluster(1200, 1000);
+  int at = 0;
+  for (int i = 0; i < 300; ++i, at += 3) {
+    auto r = malleable(s, 1 + i, at, at + 3, 1, 9, 100 + (i * 37) % 200);
+    r.start_time = i;
+    s.running.push_back(r);
+  }
+  for (int i = 0; i < 60; ++i, at += 2) s.running.push_back(rigid(s, 1000 + i, at, at + 2, 150 + (i * 13) % 100));
+  for (int i = 0; i < 400; ++i)
+    s.waiting.push_back(waiting(5000 + i, i % 3 ? JobKind::rigid : JobKind::malleable, 1 + i % 7, 1, 1 + i % 7 + 4,
+                                90 + (i * 53) % 210));
+  double draw = 0;
+  int busy = 0;
+  for (auto& r : s.running) draw += r.nodes.size() * r.max_power, busy += static_cast<int>(r.nodes.size());
+  corridor(s, 0, 0, 71);
+  draw += (1200 - busy) * 71.0;
+  s.power.upper = draw * upper_factor;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("power: the same snapshot gives the same decision under heavy CPU load", "[sched][power]") {
+  // The pass is bounded by problem size and lp_solve steps, never by the
+  // clock: busy threads on every core (4 per core) must not change a plan.
+  const Snapshot broken = big(0.9), held = big(1.6);
+  auto cfg = power_cfg();
+  const std::string a = dump(decide(broken, cfg)), b = dump(decide(held, cfg));
+  CHECK(a.find("shrink") != std::string::npos);  // the ILP re-planned the running jobs
+  CHECK(b.find("start") != std::string::npos);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  const unsigned n = std::max(2u, std::thread::hardware_concurrency()) * 4;
+  for (unsigned i = 0; i < n; ++i)
+    hogs.emplace_back([&stop] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+  std::vector<std::string> la, lb;
+  for (int rep = 0; rep < 3; ++rep) {
+    la.push_back(dump(decide(broken, cfg)));
+    lb.push_back(dump(decide(held, cfg)));
+  }
+  stop = true;
+  for (auto& t : hogs) t.join();
+  for (auto& x : la) CHECK(x == a);
+  for (auto& x : lb) CHECK(x == b);
 }
 
 // ---- a lower violation is corrected without crossing the upper bound ----------

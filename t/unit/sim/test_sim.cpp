@@ -1,5 +1,7 @@
 // The simulator: runtime models, hand-computed runs with resizes, workload
 // readers (SWF, ESP, [Finnerty24] batches), determinism and bad input.
+#include <zlib.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -251,6 +253,61 @@ TEST_CASE("SWF reader: fields, estimates, dropped jobs, line numbers") {
   CHECK_THROWS_WITH(read_swf(d.file("missing.swf")), Contains("cannot read"));
   auto long_line = d.write("long.swf", "1 0 -1 10 1 -1 -1 1 10" + std::string(5000, ' ') + "\n");
   CHECK_THROWS_WITH(read_swf(long_line), Contains("long.swf:1: line longer than 4096 bytes"));
+}
+
+namespace {
+/// Write `text` gzip-compressed to `path` with zlib (what the Archive's .swf.gz are).
+void write_gz(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb9");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+}  // namespace
+
+TEST_CASE("SWF reader: gzip-compressed traces read like plain ones; damage is named") {
+  dynres::test::TempDir d("sim");
+  std::string text =
+      "; MaxNodes: 16\n"
+      "1 0 -1 100 4 -1 -1 4 200 -1 1 -1 -1 -1 0 -1 -1 -1\n"
+      "2 10 -1 300 -1 -1 -1 8 100 -1 1 -1 -1 -1 0 -1 -1 -1\n"
+      "3 20 -1 50 2 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1";  // no final newline
+  auto plain = read_swf(d.write("t.swf", text));
+  write_gz(d.file("t.swf.gz"), text);
+  auto gz = read_swf(d.file("t.swf.gz"));
+  CHECK(gz.max_nodes == 16);
+  REQUIRE(gz.jobs.size() == 3);
+  REQUIRE(plain.jobs.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(gz.jobs[i].id == plain.jobs[i].id);
+    CHECK(gz.jobs[i].req_nodes == plain.jobs[i].req_nodes);
+    CHECK(gz.jobs[i].runtime == plain.jobs[i].runtime);
+    CHECK(gz.jobs[i].time_limit == plain.jobs[i].time_limit);
+  }
+  CHECK(gz.jobs[2].runtime == 50);  // the last line without a newline is read
+  write_gz(d.file("bad.swf.gz"), "; c\n1 0 -1 10 1 -1 -1 1 10\n2 x -1 10 1 -1 -1 1 10\n");
+  CHECK_THROWS_WITH(read_swf(d.file("bad.swf.gz")), Contains("bad.swf.gz:3: field 2 is not a number"));
+  write_gz(d.file("long.swf.gz"), "1 0 -1 10 1 -1 -1 1 10" + std::string(5000, ' ') + "\n");
+  CHECK_THROWS_WITH(read_swf(d.file("long.swf.gz")), Contains("long.swf.gz:1: line longer than 4096 bytes"));
+  // A truncated download: the gzip stream ends early.
+  std::string big;
+  for (int i = 1; i <= 2000; ++i) big += std::to_string(i) + " " + std::to_string(i) + " -1 10 1 -1 -1 1 10\n";
+  write_gz(d.file("full.swf.gz"), big);
+  {
+    FILE* in = std::fopen(d.file("full.swf.gz").c_str(), "rb");
+    REQUIRE(in != nullptr);
+    std::string bytes(1 << 20, '\0');
+    bytes.resize(std::fread(bytes.data(), 1, bytes.size(), in));
+    std::fclose(in);
+    REQUIRE(bytes.size() > 100);
+    d.write("cut.swf.gz", bytes.substr(0, bytes.size() / 2));
+  }
+  CHECK(read_swf(d.file("full.swf.gz")).jobs.size() == 2000);
+  CHECK_THROWS_WITH(read_swf(d.file("cut.swf.gz")), Contains("cut.swf.gz: not a valid gzip file"));
+  CHECK_THROWS_WITH(read_swf(d.file("missing.swf.gz")), Contains("missing.swf.gz: cannot read the trace"));
+}
+
+TEST_CASE("keep_first: the first jobs in submission order") {
   std::vector<SimJob> js{job(3, 5, 1, 1), job(1, 5, 1, 1), job(2, 0, 1, 1)};
   keep_first(js, 2);  // submission order: submit time, then id
   REQUIRE(js.size() == 2);
@@ -339,4 +396,135 @@ TEST_CASE("ESP workload: fractions outside [0, 1] are refused naming the option"
   ok.moldable_fraction = 1;
   ok.serial_fraction = 1;
   CHECK_FALSE(workload::esp_workload(ok).empty());
+}
+
+TEST_CASE("SWF shares: which jobs, ranges, serial fractions, estimates; 0 % leaves the jobs untouched") {
+  std::vector<SimJob> base;
+  for (int i = 1; i <= 200; ++i) {
+    SimJob j = job(i, 10.0 * i, 1 + i % 40, 100 + 7 * i);
+    j.time_limit = 2 * j.runtime;
+    base.push_back(j);
+  }
+  ShareOptions so;
+  so.nodes = 64;
+  so.seed = 3;
+  auto zero = base;
+  auto c0 = apply_shares(zero, so);
+  CHECK(c0.malleable == 0);
+  CHECK(c0.moldable == 0);
+  for (size_t i = 0; i < base.size(); ++i) {
+    CHECK(zero[i].kind == sched::JobKind::rigid);
+    CHECK(zero[i].min_nodes == base[i].min_nodes);
+    CHECK(zero[i].max_nodes == base[i].max_nodes);
+    CHECK(zero[i].time_limit == base[i].time_limit);
+    CHECK(zero[i].serial == base[i].serial);
+  }
+  // nested: the 25 % malleable jobs are among the 50 % ones, with the same range and serial fraction
+  auto quarter = base, half = base;
+  so.malleable = 0.25;
+  CHECK(apply_shares(quarter, so).malleable == 50);
+  so.malleable = 0.5;
+  so.moldable = 0.25;
+  auto ch = apply_shares(half, so);
+  CHECK(ch.malleable == 100);
+  CHECK(ch.moldable == 50);
+  int mall = 0;
+  for (size_t i = 0; i < base.size(); ++i) {
+    const SimJob& q = quarter[i];
+    const SimJob& h = half[i];
+    if (q.kind == sched::JobKind::malleable) {
+      ++mall;
+      CHECK(h.kind == sched::JobKind::malleable);
+      CHECK(h.serial == q.serial);
+      CHECK(h.min_nodes == q.min_nodes);
+    }
+    if (h.kind == sched::JobKind::rigid) {
+      CHECK(h.time_limit == base[i].time_limit);
+      continue;
+    }
+    const int size = base[i].req_nodes;
+    CHECK(h.req_nodes == size);
+    CHECK(h.runtime == base[i].runtime);  // anchored at the recorded size
+    CHECK(h.min_nodes == std::max(1, (size + 1) / 2));
+    CHECK(h.max_nodes == std::min(2 * size, 64));
+    CHECK(h.serial >= 0.005);
+    CHECK(h.serial <= 0.1);
+    CHECK(h.limit_nodes == h.min_nodes);
+    // the estimate at the smallest size, scaled by Amdahl: at the recorded size it is the recorded one
+    double f0 = time_factor(Model::amdahl, h.serial, size), f1 = time_factor(Model::amdahl, h.serial, h.min_nodes);
+    CHECK(h.time_limit == std::ceil(base[i].time_limit * f1 / f0));
+  }
+  CHECK(mall == 50);
+  // another seed, other jobs
+  auto other = base;
+  so.seed = 4;
+  apply_shares(other, so);
+  int differ = 0;
+  for (size_t i = 0; i < base.size(); ++i) differ += other[i].kind != half[i].kind;
+  CHECK(differ > 0);
+  // ranges and serial fractions from their options
+  ShareOptions r;
+  r.nodes = 64;
+  r.malleable = 1;
+  parse_share_range("0.25:4", r);
+  parse_serial_fraction("0.02", r);
+  auto all = base;
+  apply_shares(all, r);
+  for (size_t i = 0; i < base.size(); ++i) {
+    const int size = base[i].req_nodes;
+    CHECK(all[i].min_nodes == std::max(1, static_cast<int>(std::ceil(size * 0.25))));
+    CHECK(all[i].max_nodes == std::min(4 * size, 64));
+    CHECK(all[i].serial == 0.02);
+  }
+  ShareOptions bad;
+  CHECK_THROWS_WITH(parse_share_range("2:4", bad), Contains("LO must lie in (0, 1]"));
+  CHECK_THROWS_WITH(parse_share_range("half", bad), Contains("expected LO:HI"));
+  CHECK_THROWS_WITH(parse_serial_fraction("0.2:0.1", bad), Contains("--serial-fraction"));
+  CHECK_THROWS_WITH(parse_serial_fraction("1", bad), Contains("--serial-fraction"));
+  bad.malleable = 0.7;
+  bad.moldable = 0.4;
+  auto v = base;
+  CHECK_THROWS_WITH(apply_shares(v, bad), Contains("must not exceed 1"));
+}
+
+TEST_CASE("SWF shares: a malleable job at its recorded size runs its recorded time; 0 % reproduces the rigid run") {
+  // one job alone on a machine of its size: the range is [ceil(8/2), 8], so it starts
+  // (and, nothing else running, stays) at 8 nodes, the recorded size
+  std::vector<SimJob> one{job(1, 5, 8, 1234.5678)};
+  one[0].time_limit = 2000;
+  ShareOptions so;
+  so.nodes = 8;
+  so.malleable = 1;
+  so.serial_lo = so.serial_hi = 0.3;
+  apply_shares(one, so);
+  REQUIRE(one[0].kind == sched::JobKind::malleable);
+  for (auto p : {sched::Policy::easy, sched::Policy::minagree, sched::Policy::perf}) {
+    SimOptions o;
+    o.nodes = 8;
+    o.policy.policy = p;
+    auto r = simulate(one, o);
+    CHECK(rec(r, 1).end_time == 5 + 1234.5678);  // exactly: no rounding on the way
+  }
+  // 0 %: the same metrics, bit for bit, as the jobs never touched
+  std::vector<SimJob> base;
+  for (int i = 1; i <= 300; ++i) {
+    SimJob j = job(i, 13.0 * i, 1 + (i * 7) % 32, 50 + (i * 37) % 900);
+    j.serial = 0.05;
+    j.time_limit = j.runtime * 1.5;
+    base.push_back(j);
+  }
+  auto zero = base;
+  ShareOptions z;
+  z.nodes = 32;
+  apply_shares(zero, z);
+  for (auto p : {sched::Policy::fcfs, sched::Policy::easy, sched::Policy::minagree}) {
+    SimOptions o;
+    o.nodes = 32;
+    o.policy.policy = p;
+    auto a = simulate(base, o), b = simulate(zero, o);
+    CHECK(a.metrics.makespan == b.metrics.makespan);
+    CHECK(a.metrics.avg_wait == b.metrics.avg_wait);
+    CHECK(a.metrics.avg_bounded_slowdown == b.metrics.avg_bounded_slowdown);
+    CHECK(to_json(a).dump() == to_json(b).dump());
+  }
 }

@@ -28,6 +28,9 @@ struct Config {
   /// nothing for node_timeout seconds is DOWN ("Not responding"). 0: not watched.
   double node_timeout = 0;
   double node_heartbeat = 0.5;  ///< seconds between an agent's heartbeats
+  /// scheduler.icheck.status_timeout: seconds after the controller's last
+  /// Status before the scheduler stops lending it nodes [John24 §7.3.1.1]
+  double icheck_status_timeout = 30;
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

@@ -48,6 +48,14 @@ nlohmann::json to_json(const Metrics& m);
 /// detail does not parse are skipped.
 std::vector<ResizeRecord> resize_events(State& st);
 
+/// job_id of the allocations icheck_allocations() returns (no job has it).
+inline constexpr int64_t kIcheckAllocation = -1;
+/// Nodes of the batch pool lent to the checkpoint service, one allocation of
+/// job kIcheckAllocation per node and lending (mjsched's table
+/// icheck_lent_history [John24 §7.3.2]); a lending still open ends at `now`
+/// (seconds). Empty when the scheduler never lent a node.
+std::vector<AllocationRecord> icheck_allocations(State& st, double now);
+
 /// Multiply every time of the records by factor (relative to the first
 /// submission), to report a time-scaled run in unscaled seconds.
 void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double factor);
@@ -57,7 +65,9 @@ void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& 
 std::string gnuplot_quote(const std::string& s);
 
 /// Write a Gantt chart (nodes × time, one box per job per node) as PNG via
-/// gnuplot. node_order gives the y position of each node name. Throws
+/// gnuplot. node_order gives the y position of each node name. Allocations
+/// of kIcheckAllocation (nodes lent to iCheck) are drawn in one colour of
+/// their own, red (#d62728), with a key entry "iCheck". Throws
 /// std::runtime_error if gnuplot is missing or fails.
 void write_gantt_png(const std::string& png, const std::vector<AllocationRecord>& allocs,
                      const std::vector<std::string>& node_order, const std::string& title);

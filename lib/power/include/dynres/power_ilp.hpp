@@ -43,7 +43,16 @@ struct IlpInput {
   int nodes = 0;                        ///< N: usable nodes (busy + idle)
   double idle_watts = 71;               ///< p_idle, watts per idle node (§9.2.4: 71 W)
   double lower = 0, upper = 0;          ///< corridor [l, u], total watts
-  double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0)
+  double time_limit_s = 0.2;            ///< wall-clock budget of the whole solve, seconds (> 0); ignored with step_limit
+  /// Deterministic bound (what the scheduler's power policy uses): phase 1
+  /// stops after this many calls of lp_solve's abort callback (lp_solve
+  /// calls it at fixed points of its simplex iterations and branch-and-bound
+  /// nodes, so the count depends on the model only). > 0: the clock is not
+  /// read at all, time_limit_s and moves_time_limit_s are ignored and the
+  /// result is the same on any machine under any load. 0: wall clock only.
+  long step_limit = 0;
+  /// Phase 2's steps with step_limit (0: phase 2 is skipped).
+  long moves_step_limit = 0;
   bool fewest_moves = true;             ///< phase 2: fewest node moves among the least-idle plans
   /// Cap of phase 2's budget, seconds (within time_limit_s): phase 2 gets
   /// half of phase 1's time, at least 0.3 ms, at most this (adaptive), or
@@ -80,7 +89,8 @@ struct IlpResult {
   double min_draw = 0, max_draw = 0;  ///< total watts of the plan at p_min / p_max
   int moves = 0;               ///< sum |k_i - current_i| (the tie-break among minimal-idle plans)
   bool moves_optimal = false;  ///< phase 2 proved `moves` the fewest among the least-idle plans (else: best found in its budget)
-  double solve_seconds = 0;    ///< wall time of lp_solve's solve()
+  double solve_seconds = 0;    ///< wall time of lp_solve's solve() (0 with IlpInput::step_limit: no clock read)
+  long steps = 0;              ///< abort-callback calls of both phases (lp_solve's work, deterministic)
 };
 
 /// Solve Eq. 5.3: minimise k_idle * p_idle subject to
@@ -98,7 +108,9 @@ struct IlpResult {
 /// time_limit_s (lp_solve's abort callback). Status optimal means the idle power is proven least;
 /// moves_optimal says whether phase 2 also proved the fewest moves (else its
 /// best plan, or phase 1's, is returned). Status feasible: phase 1 ran out of
-/// time with a plan.
+/// time (or steps) with a plan. With step_limit > 0 both phases are bounded
+/// by lp_solve steps instead (phase 1: step_limit, phase 2:
+/// moves_step_limit) and the clock is never read: a pure function.
 /// Never throws for a well-formed call: bad input (N < 1, l >= u, min > max,
 /// negative watts, no allowed count in [min, max], time limit <= 0) gives IlpStatus::invalid,
 /// lp_solve's INFEASIBLE gives infeasible with a reason that says whether the

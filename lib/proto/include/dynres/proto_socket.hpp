@@ -133,8 +133,10 @@ Socket connect_to(const std::string& addr, int timeout_ms);
 void send_msg(const Socket& s, const json& msg);
 /// Receive one frame, waiting at most timeout_ms (ms; < 0 = forever) for it to
 /// begin. Throws ProtoError on timeout ("recv: timeout"), closed peer ("recv:
-/// peer closed the connection"), a frame over kMaxFrame or a malformed frame.
-json recv_msg(const Socket& s, int timeout_ms = -1);
+/// peer closed the connection"), a frame over max_body bytes (at most
+/// kMaxFrame; refused from its announced length, before the body is read) or
+/// a malformed frame. Memory for the body grows with the bytes received.
+json recv_msg(const Socket& s, int timeout_ms = -1, std::size_t max_body = kMaxFrame);
 /// send_msg + recv_msg; a reply carrying {"error": "..."} is thrown as
 /// ProtoError with that text.
 json request(const Socket& s, const json& msg, int timeout_ms);

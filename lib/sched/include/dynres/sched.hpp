@@ -128,14 +128,63 @@ struct PowerView {
   double draw_min = -1, draw_max = -1;
 };
 
+/// Node::job of a node lent to the checkpoint service (iCheck): neither idle
+/// nor any job's; only the iCheck pass of decide() gives it back.
+inline constexpr int64_t kIcheckJob = -1;
+
 struct Node {
   std::string name;
   bool up = true;       ///< false: down or drained, never allocated
-  int64_t job = 0;      ///< job holding it, 0 when idle
+  int64_t job = 0;      ///< job holding it, 0 when idle, kIcheckJob when iCheck's
   /// Down (lost: crashed, not responding, or set down), not merely drained;
   /// only meaningful when !up. react_to_nodes() reads it; the policies never
   /// hand out a node that is not up either way.
   bool lost = false;
+};
+
+/// Which side an iCheck-aware pass favours (dynres.yaml
+/// scheduler.icheck.favour) [John24 §7.3.2.2]:
+///   icheck        Alg. 10: a HIGH request is served first, from idle nodes,
+///                 else by shrinking running malleable jobs (lowest MTCT
+///                 first); a LOW one from the idle nodes left after the pass.
+///   applications  Alg. 11: LOW requests are dropped; a HIGH one gets the
+///                 idle nodes left after the pass (the rest is dropped);
+///                 iCheck nodes with mostly free memory are reclaimed for a
+///                 waiting job that needs them.
+enum class IcheckFavour { icheck, applications };
+/// "icheck|applications" (exact), else nullopt.
+std::optional<IcheckFavour> parse_icheck_favour(const std::string& s);
+const char* to_string(IcheckFavour f);
+
+/// Urgency of an iCheck resource request [John24 §7.3.1.1, Alg. 8].
+enum class Urgency { low, high };
+
+/// One node the checkpoint service holds, as its controller last reported
+/// it in a Status message [John24 §7.3.1.1].
+struct IcheckNode {
+  int node = -1;          ///< index into Snapshot::nodes (its job is kIcheckJob)
+  double total_mem = 0;   ///< bytes the agents may use on it
+  double avail_mem = 0;   ///< bytes still free, in [0, total_mem]
+  int agents = 0;         ///< agents running on it
+};
+
+/// The checkpoint service as the scheduler sees it. `present` false (no
+/// controller spoke to this scheduler) disables the iCheck pass entirely.
+struct IcheckView {
+  bool present = false;
+  std::vector<IcheckNode> nodes;
+  /// Nodes granted or reclaimed whose exchange with the controller is not
+  /// finished; while either is non-zero the pass neither grants nor reclaims.
+  int in_flight = 0;
+  /// The controller's pending resource request (the latest one replaces the
+  /// earlier); nodes == 0: none.
+  int request_nodes = 0;
+  Urgency request_urgency = Urgency::low;
+  /// Nodes iCheck holds outside the batch pool (its boot nodes, not in
+  /// Snapshot::nodes); counted with the kIcheckJob nodes for the bounds.
+  int fixed_nodes = 0;
+  /// iCheck keeps at least min_nodes (>= 1) and holds at most max_nodes.
+  int min_nodes = 1, max_nodes = 1;
 };
 
 /// Everything a policy may look at. `waiting` is in priority order (FCFS:
@@ -153,12 +202,18 @@ struct Snapshot {
   /// simulator): when idle_known, `idle` is the ascending list of idle
   /// (job == 0), up nodes and `up_count` the number of up nodes, and decide()
   /// uses them instead of scanning `nodes`. The caller guarantees they match
-  /// `nodes`; the live daemon leaves idle_known false.
+  /// `nodes`, and that every running job's `nodes` are in range and held by
+  /// it (nodes[n].job == id); when moreover every node is up (up_count ==
+  /// nodes.size()), decide() does not check each running job's nodes again
+  /// in every pass (O(nodes) per pass otherwise: mjsim on 10,000 nodes).
+  /// The live daemon leaves idle_known false.
   bool idle_known = false;
   std::vector<int> idle;
   int up_count = 0;
   /// The corridor and power model (power policy only).
   PowerView power;
+  /// The checkpoint service's nodes and pending request (iCheck pass only).
+  IcheckView icheck;
 };
 
 struct Start {
@@ -169,6 +224,10 @@ struct Start {
 struct Resize {
   int64_t job = 0;
   std::vector<int> nodes;  ///< nodes added (expand) or removed (shrink)
+  /// A shrink ordered to serve iCheck's HIGH request (Alg. 10 lines 21-33):
+  /// the released nodes are granted to iCheck by the next pass (the request
+  /// stays pending until then), not started on.
+  bool for_icheck = false;
 };
 
 /// What the policy wants done. `holds` gives, for waiting jobs not started,
@@ -183,6 +242,13 @@ struct Decision {
   /// reason and whether the guarantees of Eq. 5.4/5.5 explain it). Empty
   /// for the other policies.
   std::vector<std::string> notes;
+  /// iCheck pass [John24 Alg. 10, 11]: idle nodes lent to the checkpoint
+  /// service (NEW_NODES), iCheck nodes to be given back (REMOVE_NODES), both
+  /// ascending node indices; and what becomes of the pending request:
+  /// `icheck_request_left` nodes of it stay pending (0: served or dropped).
+  std::vector<int> icheck_grants;
+  std::vector<int> icheck_reclaims;
+  int icheck_request_left = 0;
 };
 
 enum class Policy { fcfs, backfill, easy, fpsma, egs, minagree, perf, power };
@@ -270,13 +336,26 @@ struct PolicyConfig {
   bool power_favour_malleable = false;
   /// Waiting jobs tried as the ILP's candidate per pass (first feasible wins).
   int power_max_tries = 8;
-  /// Wall-clock budget of one ILP solve, seconds (IlpInput::time_limit_s).
-  double power_ilp_time_limit = 0.05;
-  /// Wall-clock budget of all ILP solves of one pass, seconds: a solve gets
+  /// The ILP's size (dynres.yaml scheduler.power.ilp_jobs): at most this
+  /// many variables may change size; resizable jobs of equal per-node draw
+  /// and no node constraint count as one (their nodes summed), the rest of
+  /// the jobs hold their size (those that can move the draw least, by range
+  /// x |watts per node - idle watts|, then the highest id). 1-4096.
+  int power_ilp_jobs = 32;
+  /// lp_solve steps (calls of its abort callback: simplex iterations and
+  /// branch-and-bound nodes; IlpInput::step_limit) one solve may take for
+  /// the least idle power, and as many for the fewest moves. A count, not a
+  /// clock: the same snapshot gives the same decision on any machine.
+  long power_ilp_steps = 20000;
+  /// lp_solve steps all solves of one pass may take together: a solve gets
   /// at most what is left, none once it is spent (the candidates not tried
-  /// wait for the next pass). Bounds a pass over many running jobs
-  /// (bench/sched/latency: 8 timed-out solves over 1,000 malleable jobs).
-  double power_pass_budget = 0.2;
+  /// wait for the next pass).
+  long power_pass_steps = 100000;
+  // ---- iCheck-aware scheduling [John24 §7.3.2.2] (dynres.yaml scheduler.icheck)
+  IcheckFavour icheck_favour = IcheckFavour::icheck;
+  /// applications: an iCheck node whose free memory is above this fraction
+  /// of its total is a reclaim candidate (Alg. 11 line 13: 90 %).
+  double icheck_reclaim_free = 0.9;
 };
 
 /// Run one scheduling pass. Pure: same snapshot and config give the same
@@ -352,7 +431,8 @@ struct PolicyConfig {
 ///   a job is adapting, when no resize is decided; -w/-x jobs excluded).
 ///   power    — [John24 Alg. 4] with the ILP of Eq. 5.3 (lp_solve,
 ///              dynres::power::solve_corridor; pure computation, bounded by
-///              power_ilp_time_limit). Reads Snapshot::power and the jobs'
+///              power_ilp_jobs variables and power_ilp_steps / power_pass_steps
+///              lp_solve steps, never by the clock). Reads Snapshot::power and the jobs'
 ///              min_power/max_power (W per node; unknown: the midpoint of
 ///              [idle_watts, node_max_watts]). Draw = sum n x [min, max] + idle x
 ///              idle_watts (or PowerView::draw_min/max in the proactive and
@@ -387,6 +467,30 @@ struct PolicyConfig {
 ///              may use nodes its shrinks release (carried out first, as
 ///              [John24 §5.2] orders them); a job is resized at most once.
 ///              Every waiting job not started gets one hold.
+///
+/// iCheck pass (only when Snapshot::icheck.present) [John24 §7.3.2.2]:
+/// nodes whose job is kIcheckJob are never idle for the policy above. No
+/// grant or reclaim while IcheckView::in_flight > 0; grants never take iCheck
+/// past max_nodes (held + in flight), reclaims never below max(1, min_nodes).
+///   favour icheck (Alg. 10): a HIGH request takes the lowest idle, up nodes
+///     before the policy runs; what idle nodes cannot give is taken, when no
+///     job adapts, by shrinking resizable malleable jobs in increasing MTCT
+///     order (unknown MTCT last; ties: latest start first), each by what is
+///     still needed down to its minimum (next admissible size down); those
+///     shrinks carry for_icheck, their nodes are never started on in this
+///     pass, and the request stays pending (icheck_request_left) until the
+///     next pass grants the released nodes. A LOW request takes the idle
+///     nodes left after the policy's starts and expansions, the rest is
+///     dropped.
+///   favour applications (Alg. 11): a LOW request is dropped (a note says
+///     so); a HIGH request takes the idle nodes left after the policy, the
+///     rest is dropped. With no HIGH request, when the highest-priority
+///     waiting job the policy held could start on the idle nodes left plus
+///     iCheck's reclaim candidates (free memory above icheck_reclaim_free of
+///     total), the fewest candidates that make up its need are reclaimed:
+///     most free memory first, then fewest agents, then lowest index
+///     (Alg. 9 lines 32-33). The job starts in a later pass, once the
+///     controller gave the nodes back.
 /// Cost: O(N + W + R log R + nodes started), N nodes, W waiting, R running.
 /// Never throws except std::bad_alloc. Source: [John24 Alg. 1 line 4]
 /// ("schedule jobs in priority order"); [Finnerty24] FCFS / Backfilling /

@@ -7,6 +7,7 @@
 // out the starts through mjstepd supervisors.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "dynres/config.hpp"
 #include "dynres/proto.hpp"
+#include "dynres/requests.hpp"
 #include "dynres/sched.hpp"
 #include "dynres/state.hpp"
 
@@ -21,7 +23,9 @@ namespace dynres::schedd {
 
 class ResizeServer;
 class PowerView;
+class RateLimitedLog;
 class NodeWatch;
+class IcheckServer;
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -78,12 +82,22 @@ struct Daemon {
   std::unique_ptr<State> state_;  ///< one connection for the daemon's life
   std::unique_ptr<ResizeServer> resize_;  ///< the live resize protocol
   std::unique_ptr<PowerView> power_;      ///< corridor, power model, samples [John24 Ch. 5]
+  std::unique_ptr<IcheckServer> icheck_;  ///< nodes lent to iCheck [John24 §7.3.2]
   bool power_warned_ = false;             ///< a bad power: section was logged once (other policies)
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   std::unique_ptr<NodeWatch> nodes_;     ///< node agents' liveness (mjnoded)
   std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
   State& state();
   ResizeServer& resizer();
+  /// The request dispatcher: the first frame m of a connection from peer
+  /// (SO_PEERCRED): the daemon's own ops (ping, wake, a job's mj_hello,
+  /// mjcontrol's resize) here, the tools' requests through handle_request
+  /// (dynres/requests.hpp). Returns true when the connection was handed over
+  /// (a job's mj_hello) and must stay open.
+  bool serve_request(int fd, const Peer& peer, const proto::json& m, bool& wake);
+  /// Refused connections and messages, at most a few lines per peer per 10 s.
+  std::unique_ptr<RateLimitedLog> refused_;
+  void refused_log_(const std::string& key, const std::string& msg, double now);
   NodeWatch& node_watch();
   /// Node failures and drains, before the pass's reconcile: lost nodes set
   /// DOWN, then sched::react_to_nodes(): malleable jobs shrunk away from
@@ -94,6 +108,7 @@ struct Daemon {
   /// update_node (mjcontrol update node ... state=). Returns true when fd was
   /// handed over; *handled tells whether op was one of them.
   bool serve_node_request(int fd, const std::string& op, const proto::json& m, bool& wake, bool* handled);
+  IcheckServer& icheck();
   /// A one-shot request on the scheduler socket from peer uid (after the
   /// first frame m): ping, wake, mjcontrol's resize. Returns true when the
   /// connection was handed over (a job's mj_hello) and must stay open.

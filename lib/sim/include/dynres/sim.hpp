@@ -127,6 +127,9 @@ struct SimResult {
   /// admissible size / nodes, max over jobs of submit + shortest run (largest
   /// admissible size)), seconds; resize costs excluded.
   double lower_bound = 0;
+  /// Its first term alone: node-seconds of all jobs at their smallest
+  /// admissible size / nodes, seconds (what a perfectly packed machine needs).
+  double lower_bound_work = 0;
   // ---- power (only with SimOptions::corridor) -------------------------------
   bool power_tracked = false;
   /// The modelled draw (watts) and the corridor from each point's time on,
@@ -150,12 +153,18 @@ struct SimResult {
   double max_draw = 0, min_draw = 0;    ///< extremes of the draw while jobs ran, watts
 };
 
+/// Largest submit time, runtime or time limit a job may have, seconds (2^31,
+/// 68 years): up to submit + runtime = 2^32 s a double still tells instants
+/// 1 us apart, the simulator's resolution. Beyond it time stops advancing
+/// (t + dt == t) and a run would never end.
+constexpr double kMaxSimTime = 2147483648.0;
+
 /// Run the workload. Deterministic: same jobs and options give the same
 /// result. At one instant job ends are handled before arrivals, then one
 /// scheduling pass. Jobs are never killed at their time limit: a job that
 /// overruns its estimate is predicted to end now. Throws std::invalid_argument
 /// for nodes < 1, a job with no admissible size, negative submit or runtime,
-/// or duplicate ids.
+/// a submit time, runtime or time limit above kMaxSimTime, or duplicate ids.
 SimResult simulate(std::vector<SimJob> jobs, const SimOptions& opts);
 
 // ---- workloads --------------------------------------------------------------
@@ -173,16 +182,62 @@ struct SwfTrace {
   size_t dropped_invalid = 0;    ///< jobs without a run time or processor count
 };
 
-/// Read an SWF trace (Feitelson's Parallel Workloads Archive format): field 1
+/// Read an SWF trace (Feitelson's Parallel Workloads Archive format), plain or
+/// gzip-compressed (.swf.gz, detected by content): field 1
 /// id, 2 submit, 4 run time, 5 allocated processors (else 8 requested), 9
 /// requested time. Nodes = ceil(processors / procs_per_node). Estimate: the
 /// requested time, raised to the run time where the job ran past it; the run
 /// time where none is requested. Jobs run rigid for their recorded run time.
 /// nodes > 0 is the machine size (else the header's); larger jobs are
 /// dropped and counted. Throws std::runtime_error "FILE:LINE: ..." for a
-/// line that does not parse or is longer than 4096 bytes, or when the file
-/// cannot be read.
+/// line that does not parse or is longer than 4096 bytes, a submit, run or
+/// requested time above kMaxSimTime, "FILE: ..." when the file cannot be read
+/// or its gzip data is damaged.
 SwfTrace read_swf(const std::string& path, int procs_per_node = 1, int nodes = 0);
+
+/// How the jobs of a trace are made malleable or moldable (mjsim(1) "Malleable
+/// and moldable shares of a trace"). Defaults: range [max(1, ceil(size/2)), min(2 size, N)],
+/// serial fraction log-uniform in [0.005, 0.1] (ESP's distribution).
+struct ShareOptions {
+  double malleable = 0;            ///< share of the jobs made malleable, [0, 1]
+  double moldable = 0;             ///< share made moldable, [0, 1 - malleable]
+  uint64_t seed = 1;               ///< which jobs, and their serial fractions
+  int nodes = 1;                   ///< machine size N (caps the range)
+  double range_lo = 0.5;           ///< smallest size = max(1, ceil(LO x size)), LO in (0, 1]
+  double range_hi = 2;             ///< largest size = min(N, floor(HI x size)), HI >= 1
+  /// Amdahl serial fraction: log-uniform in [serial_lo, serial_hi]
+  /// (serial_lo == serial_hi: that value for every job); 0 <= lo <= hi < 1,
+  /// lo > 0 unless lo == hi.
+  double serial_lo = 0.005, serial_hi = 0.1;
+};
+
+/// What apply_shares() changed.
+struct ShareCounts {
+  size_t malleable = 0, moldable = 0;
+};
+
+/// Make round(n x malleable) of `jobs` malleable and the next round(n x
+/// moldable) moldable, n = jobs.size(). The jobs are chosen by one seeded
+/// shuffle of the submission order, so a smaller share is a subset of a
+/// larger one with the same seed, and a job's range and serial fraction do
+/// not depend on the shares. A chosen job keeps its recorded size as
+/// --nodes (req_nodes) and its recorded run time at that size: the
+/// simulator measures work at req_nodes, so at its recorded size it runs
+/// exactly the recorded time whatever the model; at n nodes it runs
+/// runtime x f(n) / f(size) (f = time_factor). Its estimate is scaled the
+/// same way: time_limit = ceil(recorded estimate x f(lo) / f(size)) at the
+/// smallest size lo (limit_nodes = lo), so the estimate at the recorded
+/// size is the recorded one. Node constraints: none. With both shares 0 the
+/// jobs are left untouched (bit-identical runs). Throws
+/// std::invalid_argument for a share outside [0, 1], shares summing above
+/// 1, nodes < 1, LO outside (0, 1], HI < 1, or a bad serial range.
+ShareCounts apply_shares(std::vector<SimJob>& jobs, const ShareOptions& o);
+
+/// Parse --malleable-range "LO:HI" (factors of the recorded size) and
+/// --serial-fraction "S" or "LO:HI" into `o`; throws std::invalid_argument
+/// naming the option and the problem.
+void parse_share_range(const std::string& s, ShareOptions& o);
+void parse_serial_fraction(const std::string& s, ShareOptions& o);
 
 /// The ESP benchmark [John24 Table 9.1] on `nodes` nodes with a share of
 /// malleable jobs (chosen independently of the submission order, Z never):

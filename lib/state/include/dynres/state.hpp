@@ -39,6 +39,8 @@ struct NodeRecord {
   std::string reason;                ///< why it is down or drained ('' when up)
   std::optional<double> reason_time; ///< when its state last changed (seconds since the epoch)
   std::optional<int64_t> reason_uid; ///< who set it (uid; mjsched's own uid for a detected failure)
+  int64_t mem_mb = 0; ///< memory of the node, MB (vcluster-boot --mem-per-node; 0 = unknown)
+  int gpus = 0;       ///< GPUs of the node (vcluster-boot --gres gpu:N)
 };
 
 /// One result of State::update_nodes.
@@ -92,9 +94,14 @@ struct JobRecord {
   int array_max = 0;                    ///< %max: tasks of the array running at once (0: no limit)
   std::string req_nodelist;             ///< sbatch -w: nodes the job must get (node list); "" = none
   std::string exc_nodelist;             ///< sbatch -x: nodes the job must not get (node list); "" = none
+  int64_t gid = -1;                     ///< submitter's primary group (from SO_PEERCRED); -1 = unknown
+  int umask = 022;                      ///< submitter's umask: job output files are created with it
   bool requeue = true;                  ///< sbatch --requeue (default, Slurm's JobRequeue=1) / --no-requeue
   int restarts = 0;                     ///< times requeued after a node failure
   std::string node_fail;                ///< nodes a RUNNING job lost (node list); "" = none
+  int64_t mem_per_node = -1;            ///< sbatch --mem, MB per node (0: all of it; -1: not given)
+  int64_t mem_per_cpu = 0;              ///< sbatch --mem-per-cpu, MB per CPU (0: not given)
+  int gpus_per_node = 0;                ///< sbatch --gres=gpu:N/--gpus*: GPUs the job gets on each node
 };
 
 /// squeue's job id: "A_T" for an array task, else the id.
@@ -129,6 +136,14 @@ class State {
   /// transaction. Returns the nodes changed. Throws DbError for an unknown
   /// node or cpus < 1 (nothing changed).
   int set_node_cpus(const std::vector<std::string>& names, int cpus);
+  /// Memory (MB) and GPUs per node a job can count on: the smallest of the
+  /// nodes that are not down (0: unknown memory / no GPUs).
+  int64_t node_mem_mb();
+  int node_gpus();
+  /// Set column "cpus", "mem_mb" or "gpus" of the named nodes (all when names is
+  /// empty) in one transaction. Returns the nodes changed. Throws DbError for
+  /// an unknown node or a negative value (nothing changed).
+  int set_node_resource(const std::vector<std::string>& names, const std::string& column, int64_t value);
 
   // ---- jobs --------------------------------------------------------------
   /// Insert a PENDING job and a "submit" event in one transaction; fills

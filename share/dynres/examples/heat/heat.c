@@ -62,8 +62,10 @@
  * mj_probe_adapt (never blocks); the pending flag and the order are
  * broadcast to every rank. On an order, rank 0 opens the adaptation window
  * with mj_adapt_begin(MJ_ADAPT_RESTART); every rank commits with iCheck
- * (unless that iteration was just committed), finalizes (flush to the
- * second level) and exits 0 ("heat: stopped for resize ..."). The job's
+ * (unless that iteration was just committed), finalizes (with agents:
+ * IC_PERSIST, the version stays in their memory and the new ranks read
+ * their parts from there; without: flush to the second level) and exits 0
+ * ("heat: stopped for resize ..."). The job's
  * supervisor then runs the job script again on the new node list; there
  * mj_init_adapt reports MJ_RESUMED, heat restores the checkpoint
  * redistributed over the new process count (the script chooses it, e.g.
@@ -225,6 +227,7 @@ static int hand_load(const char* f, double* rows, long r0, long lrows, long nx, 
 typedef struct {
   mj_status st;      /* rank 0: from mj_init_adapt */
   double t_main;     /* rank 0: wall clock at the top of main */
+  double t_mpi, t_mj, t_grid, t_icinit; /* rank 0: after MPI_Init, mj_init_adapt, grid, icheck_init */
 } mall_t;
 static mall_t M;
 static double mj_probe_s = 0; /* rank 0: seconds in mj_probe_adapt */
@@ -365,6 +368,9 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &P.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P.size);
   }
+#ifdef HEAT_HAVE_MJ
+  M.t_mpi = wall_s();
+#endif
 #else
   (void)no_mpi;
   if (force_mpi) {
@@ -388,6 +394,7 @@ int main(int argc, char** argv) {
   }
   if (malleable && P.rank == 0) {
     int rc = mj_init_adapt(&M.st);
+    M.t_mj = wall_s();
     if (rc != MJ_OK) {
       mj_warn("mj_init_adapt", rc);
       fprintf(stderr, "heat: --malleable: running at a fixed size\n");
@@ -412,6 +419,9 @@ int main(int argc, char** argv) {
   const size_t cells = (size_t)(lrows + 2) * (size_t)nx;
   double* u = calloc(cells, sizeof *u);
   double* un = calloc(cells, sizeof *un);
+#ifdef HEAT_HAVE_MJ
+  M.t_grid = wall_s();
+#endif
   if (!u || !un) {
     fprintf(stderr, "heat: out of memory (%zu cells)\n", cells);
     die(1);
@@ -450,6 +460,9 @@ int main(int argc, char** argv) {
     if (P.mpi) comm = ICHECK_COMM(world);
 #endif
     check_ic(icheck_init(config, app, comm, &status), "icheck_init");
+#ifdef HEAT_HAVE_MJ
+    M.t_icinit = wall_s();
+#endif
     /* interior rows only: BLOCK of whole rows (units of NX cells) of NY * NX */
     check_ic(icheck_add_adapt_global("grid", u + nx, ICHECK_DOUBLE, (size_t)ny * nx, ICHECK_BLOCK, (size_t)nx), "add grid");
     check_ic(icheck_add_adapt("iteration", &iter_done, 1, ICHECK_INT, ICHECK_CONSTANT), "add iteration");
@@ -489,9 +502,9 @@ int main(int argc, char** argv) {
       const double t_committed = wall_s();
       if (rc != MJ_OK) mj_warn("mj_adapt_commit", rc);
       printf("heat: resumed order=%lld nodes=%d->%d ranks=%d restart=%d iteration=%d commit=%s"
-             " t_main=%.6f t_restore_begin=%.6f t_restore_end=%.6f t_committed=%.6f\n",
+             " t_main=%.6f t_mpi=%.6f t_mj=%.6f t_grid=%.6f t_icinit=%.6f t_restore_begin=%.6f t_restore_end=%.6f t_committed=%.6f\n",
              (long long)M.st.order, M.st.old_num_nodes, M.st.num_nodes, P.size, M.st.restart_count, iter_done,
-             rc == MJ_OK ? "ok" : mj_strerror(rc), M.t_main, t_restore0, t_restore1, t_committed);
+             rc == MJ_OK ? "ok" : mj_strerror(rc), M.t_main, M.t_mpi, M.t_mj, M.t_grid, M.t_icinit, t_restore0, t_restore1, t_committed);
     }
     int rc = mj_register();
     if (rc != MJ_OK) {
@@ -594,7 +607,11 @@ int main(int argc, char** argv) {
 #ifndef NO_ICHECK /* (without iCheck --malleable is refused) */
       if (!(ckpt_every > 0 && iter_done % ckpt_every == 0)) check_ic(icheck_commit(), "icheck_commit");
       ckpt_seconds = max_over_ranks(now_s() - t0);
-      check_ic(icheck_finalize(0), "icheck_finalize"); /* flush to the second level */
+      /* With agents (mode rdma) they keep the version in memory and the new
+       * ranks read it from there (IC_PERSIST: no flush on this path, the
+       * agents write the second level in the background); without agents
+       * the version must be on the second level now. */
+      check_ic(icheck_finalize(strcmp(icheck_mode(), "rdma") == 0 ? IC_PERSIST : 0), "icheck_finalize");
 #endif
       adapt_seconds = max_over_ranks(now_s() - t0);
       adapt_order = adapt.id;

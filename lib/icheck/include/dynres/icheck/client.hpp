@@ -70,6 +70,18 @@ class Client {
   /// Collective: every rank linked to an agent asks it to flush its versions
   /// to the second level. true when every flush succeeded.
   bool flush_agents();
+  /// Collective (MR strategy): where the agents hold version v as committed
+  /// by n processes [John24 §7.4.4]. Rank 0 asks every agent of the
+  /// application for its pieces of v (each agent checks the regions'
+  /// XXH3_64 first), checks that every old rank 0..n-1 is there, and reads
+  /// each old rank's region `meta_label` (at most max_meta bytes). Returns
+  /// the same JSON text on every rank: {"ok":true, "slots":[{"agent", "total",
+  /// "regions"}] (index = old rank), "meta":[text]} or {"ok":false, "err"}.
+  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
+  /// This rank: RMA of bytes [off, off+len) of old rank `slot`'s piece of v
+  /// from agent `agent` (index in the agent list) into dst. false (and
+  /// last_error) on any failure.
+  bool read_agent(int agent, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);
   /// Record a failure text for last_error().
   void set_error(const std::string& e);
 

@@ -17,7 +17,14 @@
 //   publish  {v}  every agent of the app holds v complete: v becomes current,
 //                 older versions of the slot are dropped (§6.2.3.2)
 //   versions {}   -> {versions:[{v, current, total, regions}]}
-//   rbegin   {v, mode, key, base} -> {total, regions, key, base}
+//                 (hello also returns app_versions: [{v, nranks}] of every
+//                 slot of the application, newest first)
+//   held     {v, verify}  -> {pieces:[{slot, total, regions}]}: the pieces of
+//                 v in every slot; verify = check each region's xxh3 first
+//                 ("corrupt: ..."). A redistributing restore [John24 §7.4.4]
+//                 reads byte ranges of the old ranks' pieces with rbegin+slot.
+//   rbegin   {v, mode, key, base, slot?} -> {total, regions, key, base}
+//                 (slot: another slot of the application, default the own)
 //   rchunk   {buf_off, data_off, len}   pull: agent fi_writes piece -> library buffer
 //   flush    {timeout_ms}  write the current version to the second level now;
 //                 ok only once its manifest is durable (agent 0 waits for

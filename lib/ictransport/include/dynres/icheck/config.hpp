@@ -18,6 +18,7 @@ struct DynamicConfig {
   double read_interval = 30;      ///< s, re-read period of this file
   int max_agents_node = 80;       ///< agents per checkpoint node (fill-to-completion capacity)
   int max_agents_app = 80;        ///< agents per application
+  int max_agents_user = 32;       ///< agents of one user's applications together (one user cannot fill the nodes)
   double max_mem_node_gb = 90;    ///< GB an iCheck node may use for checkpoints
   int init_agent_count = 0;       ///< 0 = num_nodes (Alg. 5 line 16), else fixed
   double factor = 2;              ///< Alg. 5 growth/back-off factor
@@ -72,6 +73,19 @@ struct StaticConfig {
   std::vector<std::string> agents;        ///< optional: fixed agent addresses (no controller)
   bool direct = false;                    ///< force direct second-level writes (no agents)
   DynamicConfig dyn;                      ///< the dynamic file's values at load time
+  /// iCheck-aware scheduling [John24 §7.3.1] (icheck.yaml "scheduler:"):
+  /// mjsched's socket ("" = the controller talks to no scheduler; Status
+  /// every status_interval s) and the proactive scaler (Alg. 8) every
+  /// scaler_interval s: used fractions of a node's memory (lower flags,
+  /// upper may trigger), depletion rate (bytes/s), bandwidth (bytes/s; 0 =
+  /// pass off) and checkpoint frequency (commits/min) thresholds, and the
+  /// bounds on iCheck's nodes (0 = the nodes the controller has at start).
+  std::string scheduler_socket;
+  double scaler_interval = 10;
+  double scaler_lower = 0.8, scaler_upper = 0.9;
+  double scaler_depletion_rate = 0;
+  double scaler_bw_threshold = 0, scaler_cp_threshold = 0;
+  int scaler_min_nodes = 0, scaler_max_nodes = 0;
 };
 
 /// Load the static file (and the dynamic file it names). Relative paths in the

@@ -109,6 +109,15 @@ Resident resident_memory(pid_t pid = 0);
 /// preference order ("shm" first); as `fi_info -c FI_RMA -t FI_EP_RDM`.
 std::vector<std::string> available_rma_providers();
 
+/// Start libfabric's one-time initialisation (fi_getinfo loads and
+/// initialises every built-in provider; the verbs and efa providers scan
+/// /proc/kallsyms, ~0.4 s of the ~0.45 s a process's first Fabric cost on
+/// the test machine) on a background thread, once per process; a Fabric
+/// constructed meanwhile waits for it inside libfabric. libicheck.so calls
+/// it when loaded, so that the cost overlaps MPI_Init and the application's
+/// set-up instead of lengthening icheck_init (the relaunch of a resize).
+void prepare_fabric();
+
 class Fabric {
  public:
   /// Open fabric, domain, AV, CQ and an enabled RDM endpoint; starts the

@@ -1,0 +1,90 @@
+// iCheck client: reading the pieces of a version committed by another
+// process count straight from the agents (restart-based resize from agent
+// memory, [John24 §7.4.4]): which agent holds which old rank, and RMA of
+// byte ranges of those pieces. The plan of what to read is Adapt's.
+#include "client_impl.hpp"
+
+namespace dynres::icheck {
+
+AgentLink& ClientImpl::link_to(int idx) {
+  if (agent && agent->index == idx) return *agent;
+  auto& l = extra[idx];
+  if (l) return *l;
+  if (!agent_list.is_array() || idx < 0 || size_t(idx) >= agent_list.size())
+    throw std::runtime_error("no agent " + std::to_string(idx) + " in the agent list");
+  auto n = open_link(agent_list[size_t(idx)], idx, true);
+  // a reader link: the agent's slot layout (that of the running commit) stays
+  json r = request(n->sock,
+                   {{"op", "hello"}, {"app", app}, {"uid", uid}, {"reader", true},
+                    {"provider", fab->provider()}, {"addr", fab->address_hex()}},
+                   cfg.connect_timeout_ms * 10);
+  n->peer = fab->add_peer(r.at("addr"));
+  l = std::move(n);
+  return *l;
+}
+
+std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta) {
+  json out = {{"ok", false}, {"err", "not asked"}};
+  if (comm.rank() == 0) {
+    try {
+      if (shmr()) throw std::runtime_error("the SHMR strategy keeps node segments, not ranks' pieces");
+      if (!fab || !agent_list.is_array() || agent_list.empty()) throw std::runtime_error("no agents");
+      if (n < 1 || n > (1 << 20)) throw std::runtime_error("invalid process count " + std::to_string(n));
+      json slots = json::array();
+      for (int i = 0; i < n; ++i) slots.push_back(nullptr);
+      for (size_t a = 0; a < agent_list.size(); ++a) {
+        AgentLink& l = link_to(int(a));
+        json r = request(l.sock, {{"op", "held"}, {"v", v}, {"verify", true}}, cfg.request_timeout_ms);
+        for (auto& p : r.at("pieces")) {
+          const int s = p.at("slot").get<int>();
+          if (s < 0 || s >= n || !p.at("regions").is_array()) continue;
+          if (slots[size_t(s)].is_null()) slots[size_t(s)] = {{"agent", int(a)}, {"total", p.at("total")}, {"regions", p["regions"]}};
+        }
+      }
+      json meta = json::array();
+      for (int s = 0; s < n; ++s) {
+        if (slots[size_t(s)].is_null())
+          throw std::runtime_error("no agent holds old rank " + std::to_string(s) + "'s piece of version " + std::to_string(v));
+        std::string text;
+        for (auto& x : slots[size_t(s)]["regions"])
+          if (x.value("label", "") == meta_label) {
+            const uint64_t off = x.at("offset"), bytes = x.at("count");  // ICHECK_CHAR: count = bytes
+            if (bytes > max_meta) throw std::runtime_error("redistribution metadata too large");
+            text.assign(size_t(bytes), '\0');
+            if (!read_agent(slots[size_t(s)]["agent"], s, v, off, text.data(), bytes)) throw std::runtime_error(last_error_);
+          }
+        meta.push_back(text);
+      }
+      out = {{"ok", true}, {"slots", slots}, {"meta", meta}};
+    } catch (const std::exception& e) {
+      out = {{"ok", false}, {"err", std::string("agents: ") + e.what()}};
+    }
+  }
+  return comm.bcast(out.dump());
+}
+
+bool ClientImpl::read_agent(int idx, int slot, int64_t v, uint64_t off, void* dst, uint64_t len) {
+  try {
+    if (!fab) throw std::runtime_error("no fabric");
+    AgentLink& l = link_to(idx);
+    if (len == 0) return true;
+    auto mr = fab->register_memory(dst, len, Fabric::Access::target);
+    json r = request(l.sock, {{"op", "rbegin"}, {"v", v}, {"slot", slot}, {"mode", "pull"}}, cfg.request_timeout_ms);
+    const uint64_t total = r.at("total");
+    if (off > total || len > total - off) throw std::runtime_error("range outside old rank " + std::to_string(slot) + "'s piece");
+    {
+      Fabric::Busy busy(*fab);  // we are the RMA target
+      request(l.sock, {{"op", "rchunk"}, {"buf_off", 0}, {"data_off", off}, {"len", len}, {"key", mr->key},
+                       {"base", mr->remote_base}},
+              cfg.request_timeout_ms);
+    }
+    request(l.sock, {{"op", "rend"}}, cfg.request_timeout_ms);
+    return true;
+  } catch (const std::exception& e) {
+    last_error = std::string("read of old rank ") + std::to_string(slot) + " from agent " + std::to_string(idx) + ": " + e.what();
+    extra.erase(idx);  // a broken link is reopened next time
+    return false;
+  }
+}
+
+}  // namespace dynres::icheck

@@ -1,0 +1,163 @@
+// iCheck controller: the link to the batch scheduler [John24 §7.3.1]: a
+// Status every status_interval, the proactive scaler (Alg. 8) every
+// scaler_interval, and the reactive scaler (Alg. 9) for the Resource changes
+// the scheduler's answers carry. Protocol: mjsched(8) ICHECK PROTOCOL.
+#include "controller_impl.hpp"
+#include "dynres/icheck_scaler.hpp"
+#include "dynres/proto.hpp"
+
+namespace dynres::icheck::ctl {
+
+namespace {
+struct LinkNode {
+  sched::icheck::ScalerNode s;
+  std::string state;
+};
+}  // namespace
+
+void Controller::scheduler_link(std::atomic<bool>* stop) {
+  const std::string& sock = cfg_.scheduler_socket;
+  sched::icheck::ScalerState sst;
+  double next_scale = wall() + cfg_.scaler_interval;
+  int fixed = -1;  // nodes the controller had at start: its boot nodes
+  auto say = [](const std::string& m) { std::fprintf(stderr, "icheckd controller: scheduler: %s\n", m.c_str()); };
+  auto ask = [&](const json& m) -> std::optional<json> {
+    auto a = proto::request(sock, m, 2000);
+    if (a && a->contains("error")) say(m.value("op", "") + " refused: " + a->value("error", ""));
+    return a;
+  };
+  while (!*stop) {
+    for (double t = 0; t < cfg_.status_interval && !*stop; t += 0.1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (*stop) break;
+    std::vector<LinkNode> nodes;
+    try {
+      std::lock_guard<std::mutex> g(mu_);
+      check_epoch();
+      Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node "
+                   "AND a.state = 'up') FROM icheck_nodes n WHERE n.state != 'removed' ORDER BY n.node");
+      while (q.step()) {
+        LinkNode n;
+        n.s.name = q.text(0);
+        n.state = q.text(1);
+        n.s.up = n.state == "up";
+        json mt = json::parse(q.text(2), nullptr, false);
+        if (mt.is_object()) {
+          n.s.avail_mem = std::max(0.0, mt.value("avail_mem", 0.0));
+          n.s.total_mem = n.s.avail_mem + std::max(0.0, mt.value("used_bytes", 0.0));
+          n.s.depletion_rate = mt.value("mem_depletion_rate", 0.0);
+          n.s.bandwidth = mt.value("bandwidth", -1.0);
+          n.s.cp_frequency = mt.value("ncops_per_min", 0.0);
+        }
+        n.s.agents = int(q.i64(3));
+        nodes.push_back(n);
+      }
+    } catch (const std::exception& e) {
+      say(std::string("status: ") + e.what());
+      continue;
+    }
+    if (fixed < 0) fixed = int(nodes.size());
+    const int min_nodes = std::max(1, cfg_.scaler_min_nodes > 0 ? cfg_.scaler_min_nodes : fixed);
+    const int max_nodes = std::max(min_nodes, cfg_.scaler_max_nodes > 0 ? cfg_.scaler_max_nodes : fixed);
+    json st = json::array();
+    for (auto& n : nodes)
+      st.push_back({{"name", n.s.name},
+                    {"total_mem", n.s.total_mem},
+                    {"avail_mem", std::min(n.s.avail_mem, n.s.total_mem)},
+                    {"agents", n.s.agents},
+                    {"up", n.s.up}});
+    auto a = ask({{"op", "ic_status"},
+                  {"nodes", st},
+                  {"min_nodes", min_nodes},
+                  {"max_nodes", max_nodes},
+                  {"fixed_nodes", std::min(fixed, max_nodes)}});
+    if (!a || !a->contains("changes") || !(*a)["changes"].is_array()) continue;
+
+    // reactive scaler (Alg. 9)
+    for (const auto& c : (*a)["changes"]) {
+      if (!c.is_object() || !c.contains("change") || !c["change"].is_number_integer() || !c.contains("nodes") ||
+          !c["nodes"].is_array() || c["nodes"].size() > 4096)
+        continue;
+      const std::string kind = c.value("kind", "");
+      std::vector<std::string> ok, failed;
+      std::lock_guard<std::mutex> g(mu_);
+      for (const auto& x : c["nodes"]) {
+        if (!x.is_object() || !x.contains("name") || !x["name"].is_string()) continue;
+        const std::string n = x["name"];
+        if (n.empty() || n.size() > 255) continue;
+        std::string state;
+        int agents = 0;
+        {
+          Stmt q(*db_, "SELECT state, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = ?1 AND a.state = 'up') "
+                       "FROM icheck_nodes WHERE node = ?1");
+          q.bind(1, n);
+          if (q.step()) state = q.text(0), agents = int(q.i64(1));
+        }
+        if (kind == "NEW_NODES") {  // launch_manager (Alg. 9 lines 17-22)
+          if (state == "up") ok.push_back(n);
+          else if (state == "down") failed.push_back(n);
+          else if (state.empty() || state == "removed") {
+            tx([&] {
+              Stmt(*db_, "INSERT INTO icheck_nodes(node, state, relaunches) VALUES(?1, 'relaunching', 0) "
+                         "ON CONFLICT(node) DO UPDATE SET state = 'relaunching', relaunches = 0")
+                  .bind(1, n).run();
+            });
+            say("NEW_NODES: starting a manager on " + n);
+            relaunch_or_down(n);
+          }  // relaunching: answered once its manager registered
+        } else if (kind == "REMOVE_NODES") {  // node_removal (Alg. 9 lines 1-16)
+          if (state.empty() || state == "removed" || state == "down") {
+            ok.push_back(n);
+          } else if (agents > 0) {
+            // moving agents off a node is not done here: iCheck keeps it
+            failed.push_back(n);
+          } else {
+            // a bumped epoch supersedes its manager: it stops at its next heartbeat
+            tx([&] {
+              Stmt(*db_, "UPDATE icheck_nodes SET state = 'removed', epoch = epoch + 1000000 WHERE node = ?").bind(1, n).run();
+            });
+            ok.push_back(n);
+          }
+        }
+      }
+      auto answer = [&](const std::vector<std::string>& v, bool good) {
+        if (v.empty()) return;
+        say(kind + " change " + std::to_string(c["change"].get<int64_t>()) + (good ? " done: " : " refused: ") +
+            std::to_string(v.size()) + " node(s)" +
+            (!good && kind == "REMOVE_NODES" ? " (agents on them; moving agents is not implemented)" : ""));
+        ask({{"op", "ic_response"}, {"change", c["change"]}, {"kind", kind}, {"ok", good}, {"nodes", v}});
+      };
+      answer(ok, true);
+      answer(failed, false);
+    }
+
+    // proactive scaler (Alg. 8)
+    if (wall() < next_scale) continue;
+    next_scale = wall() + cfg_.scaler_interval;
+    sched::icheck::ScalerConfig sc;
+    sc.lower = cfg_.scaler_lower;
+    sc.upper = cfg_.scaler_upper;
+    sc.depletion_rate = cfg_.scaler_depletion_rate;
+    sc.bw_threshold = cfg_.scaler_bw_threshold;
+    sc.cp_threshold = cfg_.scaler_cp_threshold;
+    sc.min_nodes = min_nodes;
+    sc.max_nodes = max_nodes;
+    std::vector<sched::icheck::ScalerNode> sn;
+    for (auto& n : nodes) sn.push_back(n.s);
+    auto r = sched::icheck::proactive_scaler(sn, sc, sst);
+    sst = r.state;
+    using A = sched::icheck::ScalerAction;
+    if (r.action == A::request_high || r.action == A::request_low) {
+      const char* u = r.action == A::request_high ? "HIGH" : "LOW";
+      say(std::string("requesting ") + std::to_string(r.nodes) + " node(s), urgency " + u + " (node " +
+          (r.flagged.empty() ? std::string("?") : r.flagged[0]) + ")");
+      ask({{"op", "ic_request"}, {"urgency", u}, {"nodes", r.nodes}});
+    } else if (r.action == A::query) {
+      auto q = ask({{"op", "ic_query"}});
+      if (q && q->contains("idle_nodes") && (*q)["idle_nodes"].is_number_integer())
+        sst.idle_nodes = int(std::clamp<int64_t>((*q)["idle_nodes"].get<int64_t>(), 0, 1 << 20));
+    }
+  }
+}
+
+}  // namespace dynres::icheck::ctl

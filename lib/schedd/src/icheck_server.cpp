@@ -1,0 +1,339 @@
+// The scheduler's side of the iCheck protocol [John24 §7.3.1.1, §7.3.2];
+// see icheck_server.hpp and mjsched(8) "iCheck protocol".
+#include "icheck_server.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace dynres::schedd {
+
+namespace {
+using proto::json;
+
+// Schema of module "icsched". Append migrations; never edit a released one.
+//   icheck_link          the controller's last Status and pending request
+//   icheck_lent          nodes of the batch pool lent to iCheck:
+//                        granting (NEW_NODES sent, not answered), held,
+//                        reclaiming (REMOVE_NODES sent, not answered)
+//   icheck_lent_history  one row per lending, for mjstat --gantt
+const std::vector<std::string> kMigrations = {R"sql(
+CREATE TABLE icheck_link(
+  id            INTEGER PRIMARY KEY CHECK(id = 1),
+  status        TEXT NOT NULL DEFAULT '[]',
+  status_time   REAL,
+  min_nodes     INTEGER NOT NULL DEFAULT 1,
+  max_nodes     INTEGER NOT NULL DEFAULT 1,
+  fixed_nodes   INTEGER NOT NULL DEFAULT 0,
+  request_nodes INTEGER NOT NULL DEFAULT 0,
+  urgency       TEXT NOT NULL DEFAULT 'LOW' CHECK(urgency IN ('LOW','HIGH')),
+  next_change   INTEGER NOT NULL DEFAULT 1
+);
+INSERT INTO icheck_link(id) VALUES(1);
+CREATE TABLE icheck_lent(
+  node_id   INTEGER PRIMARY KEY REFERENCES nodes(id),
+  state     TEXT NOT NULL CHECK(state IN ('granting','held','reclaiming')),
+  change_id INTEGER NOT NULL,
+  since     REAL NOT NULL
+);
+CREATE TABLE icheck_lent_history(
+  id         INTEGER PRIMARY KEY,
+  node       TEXT NOT NULL,
+  start_time REAL NOT NULL,
+  end_time   REAL
+);
+)sql"};
+
+bool is_int(const json& v, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) return false;
+  int64_t x = v.get<int64_t>();
+  return x >= lo && x <= hi;
+}
+bool is_num(const json& v, double lo, double hi) {
+  if (!v.is_number()) return false;
+  double x = v.get<double>();
+  return std::isfinite(x) && x >= lo && x <= hi;
+}
+bool is_name(const json& v) {
+  if (!v.is_string()) return false;
+  const auto& s = v.get_ref<const std::string&>();
+  return !s.empty() && s.size() <= kIcMaxName &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+}
+
+struct Lent {
+  int64_t node_id;
+  std::string name, host, state;
+  int64_t change;
+};
+
+std::vector<Lent> lent_nodes(State& st) {
+  std::vector<Lent> v;
+  Stmt s(st.db(),
+         "SELECT l.node_id, n.name, n.host, l.state, l.change_id FROM icheck_lent l JOIN nodes n ON n.id = l.node_id "
+         "ORDER BY l.change_id, n.id");
+  while (s.step()) v.push_back({s.i64(0), s.text(1), s.text(2), s.text(3), s.i64(4)});
+  return v;
+}
+
+int64_t next_change(State& st) {
+  Stmt s(st.db(), "SELECT next_change FROM icheck_link WHERE id = 1");
+  int64_t c = s.step() ? s.i64(0) : 1;
+  Stmt u(st.db(), "UPDATE icheck_link SET next_change = next_change + 1 WHERE id = 1");
+  u.run();
+  return c;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+}  // namespace
+
+void icheck_migrate(State& st) { st.db().migrate("icsched", kMigrations); }
+
+std::set<int64_t> icheck_lent_ids(State& st) {
+  std::set<int64_t> ids;
+  Stmt t(st.db(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'icheck_lent'");
+  if (!t.step()) return ids;
+  Stmt s(st.db(), "SELECT node_id FROM icheck_lent");
+  while (s.step()) ids.insert(s.i64(0));
+  return ids;
+}
+
+json IcheckServer::refuse(const std::string& why) {
+  log_("iCheck: refused: " + why);
+  return {{"error", why}};
+}
+
+json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now) {
+  const std::string op = m.value("op", std::string());
+  if (peer_uid != static_cast<uint32_t>(::getuid()))
+    return refuse(op + " from uid " + std::to_string(peer_uid) + ": only the cluster owner's iCheck controller (uid " +
+                  std::to_string(::getuid()) + ") may speak the iCheck protocol");
+  if (m.size() > 16) return refuse(op + ": too many fields");
+
+  if (op == "ic_status") {
+    const json& nodes = m.contains("nodes") ? m["nodes"] : json();
+    if (!nodes.is_array() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
+      return refuse("ic_status: nodes must be an array of at most " + std::to_string(kIcMaxNodes) + " entries");
+    for (const auto& i : {"min_nodes", "max_nodes", "fixed_nodes"})
+      if (!m.contains(i) || !is_int(m[i], 0, kIcMaxNodes))
+        return refuse(std::string("ic_status: ") + i + " must be an integer in [0, " + std::to_string(kIcMaxNodes) + "]");
+    const int mn = m["min_nodes"].get<int>(), mx = m["max_nodes"].get<int>(), fx = m["fixed_nodes"].get<int>();
+    if (mn < 1 || mx < mn) return refuse("ic_status: need 1 <= min_nodes <= max_nodes");
+    if (fx > mx) return refuse("ic_status: fixed_nodes above max_nodes");
+    json clean = json::array();
+    std::set<std::string> seen;
+    for (const auto& n : nodes) {
+      if (!n.is_object() || !n.contains("name") || !is_name(n["name"]))
+        return refuse("ic_status: every node needs a name of 1-255 letters, digits, '-', '_' or '.'");
+      const std::string name = n["name"];
+      if (!seen.insert(name).second) return refuse("ic_status: node " + name + " listed twice");
+      if (!n.contains("total_mem") || !is_num(n["total_mem"], 0, kIcMaxMem) || !n.contains("avail_mem") ||
+          !is_num(n["avail_mem"], 0, n["total_mem"].get<double>()))
+        return refuse("ic_status: node " + name + ": need 0 <= avail_mem <= total_mem <= 2^50 bytes");
+      if (!n.contains("agents") || !is_int(n["agents"], 0, kIcMaxAgents))
+        return refuse("ic_status: node " + name + ": agents must be an integer in [0, " + std::to_string(kIcMaxAgents) + "]");
+      const bool up = !n.contains("up") || (n["up"].is_boolean() && n["up"].get<bool>());
+      clean.push_back({{"name", name}, {"total_mem", n["total_mem"]}, {"avail_mem", n["avail_mem"]},
+                       {"agents", n["agents"]}, {"up", up}});
+    }
+    json changes = json::array();
+    st.db().write_tx([&] {
+      Stmt u(st.db(),
+             "UPDATE icheck_link SET status = ?, status_time = ?, min_nodes = ?, max_nodes = ?, fixed_nodes = ? "
+             "WHERE id = 1");
+      u.bind(1, clean.dump()).bind(2, now).bind(3, mn).bind(4, mx).bind(5, fx).run();
+      std::map<int64_t, json> by_change;
+      for (auto& l : lent_nodes(st)) {
+        if (l.state == "held") continue;
+        json& c = by_change[l.change];
+        if (c.is_null())
+          c = {{"change", l.change}, {"kind", l.state == "granting" ? "NEW_NODES" : "REMOVE_NODES"}, {"nodes", json::array()}};
+        c["nodes"].push_back({{"name", l.name}, {"host", l.host}});
+      }
+      for (auto& [id, c] : by_change) changes.push_back(c);
+    });
+    return {{"ok", true}, {"changes", changes}};
+  }
+
+  if (op == "ic_query") {  // Response: the idle nodes of the batch pool
+    int idle = 0;
+    st.db().read_tx([&] {
+      Stmt s(st.db(),
+             "SELECT COUNT(*) FROM nodes WHERE state = 'up' AND job_id IS NULL AND id NOT IN "
+             "(SELECT node_id FROM icheck_lent)");
+      if (s.step()) idle = static_cast<int>(s.i64(0));
+    });
+    return {{"ok", true}, {"idle_nodes", idle}};
+  }
+
+  if (op == "ic_request") {
+    const std::string u = m.contains("urgency") && m["urgency"].is_string() ? m["urgency"].get<std::string>() : "";
+    if (u != "HIGH" && u != "LOW") return refuse("ic_request: urgency must be HIGH or LOW");
+    int total = 0;
+    {
+      Stmt s(st.db(), "SELECT COUNT(*) FROM nodes");
+      if (s.step()) total = static_cast<int>(s.i64(0));
+    }
+    if (!m.contains("nodes") || !is_int(m["nodes"], 1, std::max(1, total)) || total == 0)
+      return refuse("ic_request: nodes must be an integer in [1, " + std::to_string(total) +
+                    "] (the nodes of the cluster)");
+    const int n = m["nodes"].get<int>();
+    st.db().write_tx([&] {
+      Stmt s(st.db(), "UPDATE icheck_link SET request_nodes = ?, urgency = ? WHERE id = 1");
+      s.bind(1, n).bind(2, u).run();
+      st.event(now, 0, "icheck_request", u + " " + std::to_string(n) + " node(s)");
+    });
+    log_("iCheck: resource request " + u + " for " + std::to_string(n) + " node(s)");
+    return {{"ok", true}};
+  }
+
+  if (op == "ic_response") {
+    if (!m.contains("change") || !is_int(m["change"], 1, int64_t{1} << 62))
+      return refuse("ic_response: change must be a positive integer");
+    const std::string kind = m.contains("kind") && m["kind"].is_string() ? m["kind"].get<std::string>() : "";
+    if (kind != "NEW_NODES" && kind != "REMOVE_NODES") return refuse("ic_response: kind must be NEW_NODES or REMOVE_NODES");
+    if (!m.contains("ok") || !m["ok"].is_boolean()) return refuse("ic_response: ok must be true or false");
+    const json& nodes = m.contains("nodes") ? m["nodes"] : json();
+    if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
+      return refuse("ic_response: nodes must be a non-empty array of node names");
+    for (const auto& n : nodes)
+      if (!is_name(n)) return refuse("ic_response: a node name must be 1-255 letters, digits, '-', '_' or '.'");
+    const int64_t change = m["change"].get<int64_t>();
+    const bool ok = m["ok"].get<bool>();
+    const std::string want = kind == "NEW_NODES" ? "granting" : "reclaiming";
+    std::string bad;
+    std::vector<std::string> names;
+    st.db().write_tx([&] {
+      std::map<std::string, Lent> lent;
+      for (auto& l : lent_nodes(st)) lent[l.name] = l;
+      for (const auto& n : nodes) {
+        const std::string name = n;
+        auto it = lent.find(name);
+        if (it == lent.end() || it->second.state != want || it->second.change != change) {
+          bad = "ic_response: node " + name + " is not in " + kind + " change " + std::to_string(change) +
+                (it == lent.end() ? " (iCheck does not hold it)" : " (it is " + it->second.state + ")");
+          return;  // nothing written
+        }
+        names.push_back(name);
+      }
+      for (const auto& name : names) {
+        const int64_t id = lent[name].node_id;
+        if (kind == "NEW_NODES" && ok) {
+          Stmt u(st.db(), "UPDATE icheck_lent SET state = 'held', since = ? WHERE node_id = ?");
+          u.bind(1, now).bind(2, id).run();
+          Stmt h(st.db(), "INSERT INTO icheck_lent_history(node, start_time) VALUES(?, ?)");
+          h.bind(1, name).bind(2, now).run();
+        } else if (kind == "REMOVE_NODES" && !ok) {  // the controller keeps it
+          Stmt u(st.db(), "UPDATE icheck_lent SET state = 'held', since = ? WHERE node_id = ?");
+          u.bind(1, now).bind(2, id).run();
+        } else {  // returned (or never taken): back to the batch pool
+          Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
+          d.bind(1, id).run();
+          Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
+          h.bind(1, now).bind(2, name).run();
+        }
+      }
+      const char* ev = kind == "NEW_NODES" ? (ok ? "icheck_node_up" : "icheck_grant_failed")
+                                           : (ok ? "icheck_node_returned" : "icheck_reclaim_refused");
+      st.event(now, 0, ev, join(names));
+    });
+    if (!bad.empty()) return refuse(bad);
+    log_("iCheck: " + kind + " change " + std::to_string(change) + (ok ? " done: " : " failed: ") + join(names));
+    return {{"ok", true}};
+  }
+  return refuse("unknown iCheck op '" + op + "'");
+}
+
+void IcheckServer::annotate(State& st, sched::Snapshot& snap, const std::vector<int64_t>& node_ids, double now) {
+  if (st.db().schema_version("icsched") == 0) return;
+  std::map<int64_t, std::string> state_of;
+  json status;
+  double status_time = -1;
+  sched::IcheckView& ic = snap.icheck;
+  st.db().read_tx([&] {
+    Stmt s(st.db(), "SELECT node_id, state FROM icheck_lent");
+    while (s.step()) state_of[s.i64(0)] = s.text(1);
+    Stmt l(st.db(),
+           "SELECT status, status_time, min_nodes, max_nodes, fixed_nodes, request_nodes, urgency FROM icheck_link "
+           "WHERE id = 1");
+    if (l.step()) {
+      status = json::parse(l.text(0), nullptr, false);
+      status_time = l.opt_f64(1).value_or(-1);
+      ic.min_nodes = static_cast<int>(l.i64(2));
+      ic.max_nodes = static_cast<int>(l.i64(3));
+      ic.fixed_nodes = static_cast<int>(l.i64(4));
+      ic.request_nodes = static_cast<int>(l.i64(5));
+      ic.request_urgency = l.text(6) == "HIGH" ? sched::Urgency::high : sched::Urgency::low;
+    }
+  });
+  std::map<std::string, const json*> reported;
+  if (status.is_array())
+    for (const auto& n : status)
+      if (n.is_object() && n.contains("name") && n["name"].is_string()) reported[n["name"].get<std::string>()] = &n;
+  for (size_t i = 0; i < snap.nodes.size() && i < node_ids.size(); ++i) {
+    auto it = state_of.find(node_ids[i]);
+    if (it == state_of.end()) continue;
+    snap.nodes[i].job = sched::kIcheckJob;
+    if (it->second != "held") {
+      ++ic.in_flight;
+      continue;
+    }
+    sched::IcheckNode n;
+    n.node = static_cast<int>(i);
+    auto r = reported.find(snap.nodes[i].name);
+    if (r != reported.end()) {  // a node the controller has not reported yet is never reclaimed (avail 0)
+      n.total_mem = (*r->second)["total_mem"].get<double>();
+      n.avail_mem = (*r->second)["avail_mem"].get<double>();
+      n.agents = (*r->second)["agents"].get<int>();
+    }
+    ic.nodes.push_back(n);
+  }
+  ic.present = status_time >= 0 && now - status_time <= status_timeout_;
+}
+
+std::vector<int> IcheckServer::apply(State& st, const sched::Decision& d, const sched::Snapshot& snap,
+                                     const std::vector<int64_t>& node_ids, double now) {
+  std::vector<int> granted;
+  if (!snap.icheck.present) return granted;
+  const int request_left = std::max(0, d.icheck_request_left);
+  const bool request_changes = request_left != snap.icheck.request_nodes;
+  if (d.icheck_grants.empty() && d.icheck_reclaims.empty() && !request_changes) return granted;
+  std::vector<std::string> g, r;
+  st.db().write_tx([&] {
+    const int64_t change = next_change(st);
+    for (int i : d.icheck_grants) {
+      if (i < 0 || i >= static_cast<int>(node_ids.size())) continue;
+      // still idle and up, and not lent (a job may have started meanwhile)
+      Stmt c(st.db(),
+             "SELECT 1 FROM nodes WHERE id = ? AND state = 'up' AND job_id IS NULL AND id NOT IN "
+             "(SELECT node_id FROM icheck_lent)");
+      c.bind(1, node_ids[i]);
+      if (!c.step()) continue;
+      Stmt ins(st.db(), "INSERT INTO icheck_lent(node_id, state, change_id, since) VALUES(?, 'granting', ?, ?)");
+      ins.bind(1, node_ids[i]).bind(2, change).bind(3, now).run();
+      granted.push_back(i);
+      g.push_back(snap.nodes[i].name);
+    }
+    const int64_t rchange = d.icheck_reclaims.empty() ? 0 : next_change(st);
+    for (int i : d.icheck_reclaims) {
+      if (i < 0 || i >= static_cast<int>(node_ids.size())) continue;
+      Stmt u(st.db(), "UPDATE icheck_lent SET state = 'reclaiming', change_id = ?, since = ? WHERE node_id = ? AND state = 'held'");
+      u.bind(1, rchange).bind(2, now).bind(3, node_ids[i]).run();
+      if (st.db().changes() > 0) r.push_back(snap.nodes[i].name);
+    }
+    Stmt q(st.db(), "UPDATE icheck_link SET request_nodes = ? WHERE id = 1");
+    q.bind(1, request_left).run();
+    if (!g.empty()) st.event(now, 0, "icheck_grant", join(g));
+    if (!r.empty()) st.event(now, 0, "icheck_reclaim", join(r));
+  });
+  if (!g.empty()) log_("iCheck: NEW_NODES " + join(g));
+  if (!r.empty()) log_("iCheck: REMOVE_NODES " + join(r));
+  return granted;
+}
+
+}  // namespace dynres::schedd

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -a 0-3
+echo "$SLURM_JOB_ID"

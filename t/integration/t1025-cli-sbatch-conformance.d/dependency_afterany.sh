@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --dependency=afterany:@BASE@
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --dependency=afternotok:@BASE@
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -d afterok:@BASE@
+echo "$SLURM_JOB_ID"

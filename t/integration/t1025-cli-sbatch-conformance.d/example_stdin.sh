@@ -1,0 +1,4 @@
+#!/bin/sh
+# ARGS: -N4
+# STDIN
+srun hostname |sort

@@ -1,0 +1,4 @@
+#!/bin/sh
+# ARGS: -N4
+#SBATCH --time=1
+srun hostname |sort

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --export=NONE
+echo "$SLURM_JOB_ID"

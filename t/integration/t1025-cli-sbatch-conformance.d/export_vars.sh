@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --export=ALL,FOO=bar
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --gid=root
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -H
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --ignore-pbs
+echo "$SLURM_JOB_ID"

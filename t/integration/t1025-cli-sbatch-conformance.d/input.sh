@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -i /dev/null
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --mincpus=2
+echo "$SLURM_JOB_ID"

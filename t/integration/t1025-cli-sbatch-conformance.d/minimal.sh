@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "$SLURM_JOB_ID"

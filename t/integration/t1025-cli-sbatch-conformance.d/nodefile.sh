@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -F @DIR@/nodefile.txt
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -w n[1-2]
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -N 2
+echo "$SLURM_JOB_ID"

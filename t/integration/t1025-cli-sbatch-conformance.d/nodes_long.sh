@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --nodes=3
+echo "$SLURM_JOB_ID"

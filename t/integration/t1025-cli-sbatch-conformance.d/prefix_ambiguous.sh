@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --cpus=2
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,4 @@
+#!/bin/bash
+#SBATCH -Q
+#SBATCH -v
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -C avx2
+echo "$SLURM_JOB_ID"

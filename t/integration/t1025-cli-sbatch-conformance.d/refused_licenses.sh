@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -L matlab
+echo "$SLURM_JOB_ID"

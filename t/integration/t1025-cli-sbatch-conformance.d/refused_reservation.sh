@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --reservation=maint
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --batch=feat
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --bb=capacity=1G
+echo "$SLURM_JOB_ID"

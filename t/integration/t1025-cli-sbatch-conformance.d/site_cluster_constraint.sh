@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --cluster-constraint=x
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -M mycluster
+echo "$SLURM_JOB_ID"

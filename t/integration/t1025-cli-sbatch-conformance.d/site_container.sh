@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --container=/tmp/bundle
+echo "$SLURM_JOB_ID"

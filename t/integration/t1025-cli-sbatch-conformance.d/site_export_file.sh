@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --export-file=/dev/null
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --gpu-freq=high
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --gres-flags=enforce-binding
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --mcs-label=x
+echo "$SLURM_JOB_ID"

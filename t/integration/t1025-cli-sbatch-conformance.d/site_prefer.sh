@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --prefer=feat
+echo "$SLURM_JOB_ID"

@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -t 00-24:00
+echo "$SLURM_JOB_ID"

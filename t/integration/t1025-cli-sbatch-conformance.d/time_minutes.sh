@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -t 30
+echo "$SLURM_JOB_ID"

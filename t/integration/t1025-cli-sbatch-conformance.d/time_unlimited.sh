@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH -t UNLIMITED
+echo "$SLURM_JOB_ID"

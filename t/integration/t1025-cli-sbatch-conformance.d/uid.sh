@@ -1,0 +1,3 @@
+#!/bin/bash
+#SBATCH --uid=root
+echo "$SLURM_JOB_ID"
