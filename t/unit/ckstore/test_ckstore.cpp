@@ -85,6 +85,12 @@ Errc code_of(const std::function<void()>& f) {
 }  // namespace
 
 /// Path of the file holding (rank 0, label) of version v, as its manifest names it.
+/// The whole file as text.
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 fs::path chunk_file(const Store& s, std::uint64_t v, const std::string& label) {
   return s.version_dir(v) / s.manifest(v).find(0, label)->chunks.at(0).file;
 }
@@ -421,11 +427,7 @@ TEST_CASE("truncated or extended chunk files and tampered manifests are detected
 
   // manifest of v1: change one digit of a value -> manifest checksum fails
   const fs::path mp = s.version_dir(1) / kManifestName;
-  std::string text;
-  {
-    std::ifstream in(mp);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string text = read_text(mp);
   auto pos = text.find("\"count\": 3000");
   REQUIRE(pos != std::string::npos);
   text.replace(pos, 13, "\"count\": 3001");
@@ -673,11 +675,7 @@ TEST_CASE("a manifest edited consistently is refused by its own checksum") {
   write_simple(t.path, 1, 1.0);
   Store s(t.path, "app");
   const fs::path mp = s.version_dir(1) / kManifestName;
-  std::string text;
-  {
-    std::ifstream in(mp);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string text = read_text(mp);
   auto key = text.find("\"raw_xxh3\": \"");
   REQUIRE(key != std::string::npos);
   const std::string sum = text.substr(key + 13, 16);
