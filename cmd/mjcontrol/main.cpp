@@ -119,14 +119,14 @@ int main(int argc, char** argv) {
         }
         if (num.empty() || num.size() > 12 || num.find_first_not_of("0123456789") != std::string::npos)
           throw std::invalid_argument("update node: invalid " + key + " '" + val + "' (a whole number >= 0)");
-        struct stat sb {};
-        if (::stat(dynres::state_path(home).c_str(), &sb) != 0 || (::getuid() != 0 && ::getuid() != sb.st_uid))
-          throw std::invalid_argument("update node: Access/permission denied (only the cluster's owner or root)");
         std::vector<std::string> names;
         if (upd_nodes != "ALL" && upd_nodes != "all") names = dynres::expand_hostlist(upd_nodes);
-        int n = st.set_node_resource(names, key == "gres" ? "gpus" : "mem_mb", std::stoll(num));
-        std::cout << "mjcontrol: " << n << " node(s) now have " << key << "=" << val << "\n";
-        return 0;
+        // owner-or-root is checked by mjsched (dynres/requests.hpp)
+        return dynres::schedd::print_reply(
+            "mjcontrol", dynres::schedd::call_scheduler(home, {{"op", "node_resource"},
+                                                              {"nodes", names},
+                                                              {"resource", key == "gres" ? "gpus" : "mem_mb"},
+                                                              {"value", std::stoll(num)}}));
       }
       std::string val = set["cpus"];
       if (val.empty() || val.size() > 6 || val.find_first_not_of("0123456789") != std::string::npos || std::stoi(val) < 1)

@@ -366,6 +366,27 @@ Reply handle_node_cpus(Ctx& ctx, const Peer& peer, const json& r) {
   }
 }
 
+// mjcontrol update node NODES realmemory=MB | gres=gpu:N — admin only, as
+// slurm.conf's RealMemory and Gres (what sbatch --mem/--gres are checked against)
+Reply handle_node_resource(Ctx& ctx, const Peer& peer, const json& r) {
+  if (!ctx.auth.is_admin(peer))
+    return done(1, "", "mjcontrol: error: update node: Access/permission denied (only the cluster's owner, " +
+                           user_name(ctx.auth.owner) + ", or root)\n");
+  auto names = strings(r, "nodes", 1000000, 64 << 20);
+  const std::string what = str(r, "resource", 16);
+  if (what != "mem_mb" && what != "gpus") throw BadRequest("'resource' must be mem_mb or gpus");
+  const int64_t value = integer(r, "value", 0, what == "gpus" ? 1024 : (int64_t{1} << 40), -1);
+  if (value < 0) throw BadRequest("'value' is required");
+  try {
+    int n = ctx.st.set_node_resource(names, what, value);
+    ctx.wake = true;
+    return done(0, "mjcontrol: " + std::to_string(n) + " node(s) now have " +
+                       (what == "gpus" ? "gres=gpu:" : "realmemory=") + std::to_string(value) + "\n", "");
+  } catch (const DbError& e) {
+    return done(1, "", std::string("mjcontrol: error: update node: ") + e.what() + "\n");
+  }
+}
+
 // ---- corridor (pcorridor set) — admin only --------------------------------
 Reply handle_corridor_set(Ctx& ctx, const Peer& peer, const json& r) {
   if (!ctx.auth.is_admin(peer))
@@ -397,6 +418,7 @@ const std::map<std::string, Handler>& handlers() {
       {"hold", [](Ctx& c, const Peer& p, const json& r) { return handle_hold(c, p, r, true); }},
       {"release", [](Ctx& c, const Peer& p, const json& r) { return handle_hold(c, p, r, false); }},
       {"node_cpus", handle_node_cpus},
+      {"node_resource", handle_node_resource},
       {"corridor_set", handle_corridor_set},
   };
   return h;
