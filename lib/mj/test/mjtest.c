@@ -7,6 +7,11 @@
  *                          with MJ_ADAPT_RESTART and exit 0; when run again
  *                          (MJ_RESUMED) commit the order and serve on.
  *   mjtest hello           connect and print the status (for auth tests)
+ *   mjtest role NODE SECONDS  a process of the job on NODE (MJ_NODE) that
+ *                          registers, probes, and prints the role libmj gives
+ *                          it for the first order ("role ID leave|stay NODE"),
+ *                          leaving the order to the job's serving process;
+ *                          then exits (without deregistering the job)
  *   mjtest register-twice  register, deregister, register again (refused)
  *   mjtest commit-bogus    commit an order never sent (refused)
  *   mjtest perf MPI COMP   report performance once
@@ -129,6 +134,27 @@ static int serve(double seconds, int restart) {
   return 0;
 }
 
+static int role(double seconds) {
+  if (check(mj_register(), "register") != MJ_OK) return 1;
+  printf("registered\n");
+  fflush(stdout);
+  double end = now() + seconds;
+  while (now() < end) {
+    int pending = 0;
+    mj_role r = MJ_ROLE_JOIN;
+    mj_order o;
+    if (check(mj_wait_adapt(0.05, &pending, &r, &o), "probe") != MJ_OK) return 1;
+    if (pending == 1) {
+      printf("role %lld %s %s\n", (long long)o.id, r == MJ_ROLE_LEAVE ? "leave" : r == MJ_ROLE_STAY ? "stay" : "join",
+             getenv("MJ_NODE"));
+      fflush(stdout);
+      return 0;
+    }
+  }
+  printf("no order\n");
+  return 1;
+}
+
 static int raw(const char* mode) {
   const char* path = getenv("MJ_SOCKET");
   if (!path) return 2;
@@ -196,8 +222,9 @@ static int raw(const char* mode) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && !strcmp(argv[1], "raw")) return raw(argv[2]);
+  if (argc == 4 && !strcmp(argv[1], "role")) setenv("MJ_NODE", argv[2], 1);
   if (argc < 2) {
-    fprintf(stderr, "usage: mjtest serve SECONDS | restart SECONDS | hello | register-twice | commit-bogus | perf M C\n");
+    fprintf(stderr, "usage: mjtest serve SECONDS | restart SECONDS | role NODE SECONDS | hello | register-twice | commit-bogus | perf M C\n");
     return 2;
   }
   mj_status st;
@@ -212,6 +239,7 @@ int main(int argc, char** argv) {
   fflush(stdout);
   const char* cmd = argv[1];
   if (!strcmp(cmd, "hello")) return 0;
+  if (!strcmp(cmd, "role") && argc == 4) return role(atof(argv[3]));
   if (!strcmp(cmd, "perf") && argc == 4) return check(mj_report_perf(atof(argv[2]), atof(argv[3])), "perf") ? 1 : 0;
   if (!strcmp(cmd, "commit-bogus")) {
     rc = mj_adapt_commit(999999, NULL, 0);

@@ -85,6 +85,12 @@ Errc code_of(const std::function<void()>& f) {
 }  // namespace
 
 /// Path of the file holding (rank 0, label) of version v, as its manifest names it.
+/// The whole file as text.
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 fs::path chunk_file(const Store& s, std::uint64_t v, const std::string& label) {
   return s.version_dir(v) / s.manifest(v).find(0, label)->chunks.at(0).file;
 }
@@ -315,6 +321,8 @@ TEST_CASE("writer rejects bad regions and misuse") {
   CHECK(code_of([&] { w.seal(); }) == Errc::invalid);             // region still open
   w.write(id, d + 2, 16);
   w.close_region(id);
+  CHECK(code_of([&] { w.write(id, d, 8); }) == Errc::invalid);  // closed: no byte more
+  CHECK(code_of([&] { w.close_region(id); }) == Errc::invalid);
   w.commit();
   CHECK(code_of([&] { s.begin_version(1, 2, small_opts()); }) == Errc::invalid);  // exists
   CHECK(code_of([] { Store("/tmp", "a/b"); }) == Errc::invalid);
@@ -419,11 +427,7 @@ TEST_CASE("truncated or extended chunk files and tampered manifests are detected
 
   // manifest of v1: change one digit of a value -> manifest checksum fails
   const fs::path mp = s.version_dir(1) / kManifestName;
-  std::string text;
-  {
-    std::ifstream in(mp);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string text = read_text(mp);
   auto pos = text.find("\"count\": 3000");
   REQUIRE(pos != std::string::npos);
   text.replace(pos, 13, "\"count\": 3001");
@@ -660,4 +664,33 @@ TEST_CASE("decompressed bytes are checked against their own checksum") {
     CHECK(e.code() == Errc::corrupt);
     CHECK_THAT(e.what(), Catch::Contains("checksum mismatch (raw bytes)"));
   }
+}
+
+TEST_CASE("a manifest edited consistently is refused by its own checksum") {
+  // Every field still agrees with every other and with the chunk sizes: a
+  // chunk's raw and stored checksums changed together (an uncompressed chunk
+  // keeps them equal). Only the manifest's own checksum can tell; a restart
+  // that trusted it would accept data the checksums no longer describe.
+  TempDir t;
+  write_simple(t.path, 1, 1.0);
+  Store s(t.path, "app");
+  const fs::path mp = s.version_dir(1) / kManifestName;
+  std::string text = read_text(mp);
+  auto key = text.find("\"raw_xxh3\": \"");
+  REQUIRE(key != std::string::npos);
+  const std::string sum = text.substr(key + 13, 16);
+  std::string other = sum;
+  other[0] = other[0] == '0' ? '1' : '0';
+  size_t n = 0;
+  for (auto p = text.find(sum); p != std::string::npos; p = text.find(sum, p + 1)) text.replace(p, 16, other), ++n;
+  REQUIRE(n == 2);  // raw_xxh3 and stored_xxh3
+  { std::ofstream(mp, std::ios::trunc) << text; }
+  try {
+    s.manifest(1);
+    FAIL("an edited manifest was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt);
+    CHECK_THAT(e.what(), Catch::Contains("manifest checksum"));
+  }
+  CHECK_FALSE(s.newest_valid());
 }

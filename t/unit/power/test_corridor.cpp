@@ -38,6 +38,9 @@ TEST_CASE("parse_time and parse_watts") {
   CHECK_THROWS_WITH(parse_time("tomorrow", 0), Catch::Contains("time 'tomorrow'"));
   CHECK_THROWS_AS(parse_time("+", 0), InputError);
   CHECK_THROWS_AS(parse_time("+1e999", 0), InputError);
+  CHECK(parse_time("+1000000000", 0) == 1e9);  // the largest offset: about 31 years
+  CHECK_THROWS_AS(parse_time("+1000000001", 0), InputError);
+  CHECK_THROWS_AS(parse_time("-99999999999d", 0), InputError);
   CHECK_THROWS_AS(parse_time("2026-13-45 99:99", 0), InputError);
   CHECK(parse_watts("1500.5", "x") == 1500.5);
   CHECK_THROWS_WITH(parse_watts("15OO", "lower bound"), Catch::Contains("lower bound: '15OO' is not a number of watts"));
@@ -59,6 +62,9 @@ TEST_CASE("set_corridor: validation leaves the file alone; idempotent; scheduled
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("idle floor"));
   r.lower = 900, r.upper = 900;
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("must be below"));
+  r.lower = -5, r.upper = 900, r.force = true;  // --force waives the idle floor, never the sign
+  CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("is negative"));
+  r.force = false;
   r.lower = 300, r.upper = 900, r.at = 500;
   CHECK_THROWS_WITH(set_corridor(st, m, r), Catch::Contains("in the past"));
   CHECK_FALSE(has_power_schema(st.db()));  // nothing written, not even the schema

@@ -382,6 +382,22 @@ TEST_CASE("Batches of [Finnerty24]: 25 jobs, arrivals, nested malleable subsets,
   }
 }
 
+TEST_CASE("ESP workload: fractions outside [0, 1] are refused naming the option", "[workload]") {
+  // a probability above 1 would silently make every job moldable
+  for (double f : {-0.1, 1.5}) {
+    workload::EspOptions o;
+    o.moldable_fraction = f;
+    CHECK_THROWS_WITH(workload::esp_workload(o), Catch::Contains("--moldable-fraction"));
+    o.moldable_fraction = 0;
+    o.serial_fraction = f;
+    CHECK_THROWS_WITH(workload::esp_workload(o), Catch::Contains("--serial-fraction"));
+  }
+  workload::EspOptions ok;
+  ok.moldable_fraction = 1;
+  ok.serial_fraction = 1;
+  CHECK_FALSE(workload::esp_workload(ok).empty());
+}
+
 TEST_CASE("SWF shares: which jobs, ranges, serial fractions, estimates; 0 % leaves the jobs untouched") {
   std::vector<SimJob> base;
   for (int i = 1; i <= 200; ++i) {
