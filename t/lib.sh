@@ -462,4 +462,14 @@ procs_matching() {
       print "$pid\n";
     }' -- "$1" "$$" "$BASHPID"
 }
+# procs_of_cluster DIR NEEDLE — like procs_matching, but only processes of
+# the cluster in DIR (DYNRES_HOME=DIR in their environment): tests run side
+# by side, and another test's job may run the same program.
+procs_of_cluster() {
+  local p
+  for p in $(procs_matching "$2"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "DYNRES_HOME=$1" && echo "$p"
+  done
+  return 0
+}
 no_procs_matching() { [[ -z $(procs_matching "$1") ]]; }

@@ -28,7 +28,7 @@ sleep 0.5
 t_run mjcontrol resize "$id" 6
 assert_eq 0 "$T_RC" "mjcontrol resize $id 6 ($T_ERR)"
 wait_for 15 "the coordinator undoes the rolled-back expand" has 'rolled back' || t_fatal "$(out | tail -n 20)"
-wait_for 10 "the workers of the added nodes are gone" eval '(($(procs_matching "nqueens --taskbag-worker" | wc -l) == 2))'
+wait_for 10 "the workers of the added nodes are gone" eval '(($(procs_of_cluster "$C" "nqueens --taskbag-worker" | wc -l) == 2))'
 assert_eq 2 "$(job_col "$C" "$id" num_nodes)" "the job keeps its 2 nodes in the state file"
 wait_state 50 "$C" "$id" COMPLETED || t_fatal "$(out | tail -n 20)"
 assert_eq 73712 "$(out | grep -oE 'solutions=[0-9]+' | cut -d= -f2)" "the fixed-size count after a rollback"

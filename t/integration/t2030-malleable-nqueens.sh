@@ -39,7 +39,7 @@ t_run mjcontrol resize "$id" 3
 assert_eq 0 "$T_RC" "mjcontrol resize $id 3 ($T_ERR)"
 wait_for 20 "shrink 8->3 committed" has '^resize shrink 8->3 latency_s=' || t_fatal "$(out)"
 assert_eq 3 "$(job_col "$C" "$id" num_nodes)" "the state file gives the job 3 nodes"
-assert_eq 3 "$(procs_matching "nqueens --taskbag-worker" | wc -l)" "3 worker processes left"
+assert_eq 3 "$(procs_of_cluster "$C" "nqueens --taskbag-worker" | wc -l)" "3 worker processes left"
 
 # Finnerty et al.'s preShrink: the order names a count, the job chooses its nodes
 t_run mjcontrol resize "$id" 2 --job-chooses --wait 20
