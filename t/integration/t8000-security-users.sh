@@ -125,6 +125,15 @@ assert_eq 0 "${n:-0}" "(4) no corridor recorded"
 t_run pcorridor --home "$S" set 1 2 --force
 assert_eq 0 "$T_RC" "(4) root sets the same corridor: $T_ERR"
 assert_eq 1 "$(sq "$S" "SELECT COUNT(*) FROM power_corridor")" "(4) root's corridor is recorded"
+# node sizes (slurm.conf's RealMemory/Gres) are the owner's too, checked by mjsched
+mem_before=$(sq "$S" "SELECT group_concat(mem_mb) FROM nodes")
+t_run as "$UB" mjcontrol --home "$S" update node ALL realmemory=1
+assert_ne 0 "$T_RC" "(4) B cannot set the nodes' memory"
+assert_contains "$T_ERR" "permission denied" "(4) B is told why"
+assert_eq "$mem_before" "$(sq "$S" "SELECT group_concat(mem_mb) FROM nodes")" "(4) the nodes' memory is unchanged"
+t_run mjcontrol --home "$S" update node ALL realmemory=4096
+assert_eq 0 "$T_RC" "(4) root sets the nodes' memory: $T_ERR"
+assert_eq 4096 "$(sq "$S" "SELECT MIN(mem_mb) FROM nodes")" "(4) root's memory size is recorded"
 t_run as "$UA" mjcontrol --home "$S" release "$JA"
 assert_eq 0 "$T_RC" "(4) A releases its own job: $T_ERR"
 wait_state 20 "$S" "$JA" COMPLETED

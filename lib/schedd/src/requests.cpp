@@ -369,7 +369,7 @@ Reply handle_node_cpus(Ctx& ctx, const Peer& peer, const json& r) {
 // mjcontrol update node NODES realmemory=MB | gres=gpu:N — admin only, as
 // slurm.conf's RealMemory and Gres (what sbatch --mem/--gres are checked against)
 Reply handle_node_resource(Ctx& ctx, const Peer& peer, const json& r) {
-  if (!ctx.auth.is_admin(peer))
+  if (!ctx.auth.is_admin(peer))  // node sizes, as slurm.conf, are the owner's
     return done(1, "", "mjcontrol: error: update node: Access/permission denied (only the cluster's owner, " +
                            user_name(ctx.auth.owner) + ", or root)\n");
   auto names = strings(r, "nodes", 1000000, 64 << 20);
