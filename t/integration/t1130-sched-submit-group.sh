@@ -47,11 +47,6 @@ write_script "$W/hold.sh" '#!/bin/sh' '#SBATCH -N 1' '#SBATCH -o /dev/null' \
   'i=0; while [ ! -e "$MJ_SUBMIT_DIR/go" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done'
 
 # ---- 1. group commit
-queued() {  # connections waiting in mjsched.sock's accept queue >= $1
-  local q
-  q=$(ss -xlnH 2>/dev/null | awk -v p="$C/mjsched.sock" '$5 == p {print $3}')
-  [[ -n $q && $q -ge $1 ]]
-}
 command -v ss >/dev/null || t_skip "ss (iproute2) is needed to see the socket's queue"
 cont_sched() { kill -CONT "$SP" 2>/dev/null; }
 t_on_exit cont_sched
@@ -62,7 +57,7 @@ for k in $(seq 12); do
   pids+=($!)
   bg_register $!
 done
-wait_for 20 "12 submissions queued while mjsched is stopped" queued 12
+wait_for 20 "12 submissions queued while mjsched is stopped" sched_queued "$C" 12
 kill -CONT "$SP"
 for p in "${pids[@]}"; do wait "$p"; done
 assert_eq "$(printf '0\n%.0s' $(seq 12))" "$(cat "$W"/grp.rc.*)" "the 12 grouped mjsub exit 0"

@@ -87,11 +87,6 @@ check_allocations_disjoint "$C"
 command -v strace >/dev/null || t_skip "strace is needed to hold the commit"
 command -v ss >/dev/null || t_skip "ss (iproute2) is needed to see the socket's queue"
 SP=$(sched_pid "$C")
-queued() {
-  local q
-  q=$(ss -xlnH 2>/dev/null | awk -v p="$C/mjsched.sock" '$5 == p {print $3}')
-  [[ -n $q && $q -ge $1 ]]
-}
 cont_sched() { kill -CONT "$SP" 2>/dev/null; }
 t_on_exit cont_sched
 kill -STOP "$SP"
@@ -101,7 +96,7 @@ for k in $(seq 6); do
   pids+=($!)
   bg_register $!
 done
-wait_for 20 "6 submissions queued while mjsched is stopped" queued 6 || t_fatal "submissions not queued"
+wait_for 20 "6 submissions queued while mjsched is stopped" sched_queued "$C" 6 || t_fatal "submissions not queued"
 strace -qq -o /dev/null -e trace=pwrite64 -e inject=pwrite64:delay_enter=2000000:when=1 -p "$SP" &
 ST=$!
 bg_register $ST
