@@ -107,8 +107,8 @@ SlowReaction find_slow_nodes(const Snapshot& snap, const std::vector<JobWindows>
       continue;
     }
     if (jw.last_migration >= 0 && snap.now - jw.last_migration < cfg.cooldown) {
-      note("slow node " + name + ": migrated " + std::to_string(static_cast<long>(snap.now - jw.last_migration)) +
-           " s ago, within the cooldown");
+      note("slow node " + name + ": within the cooldown (migrated " +
+           std::to_string(static_cast<long>(snap.now - jw.last_migration)) + " s ago)");
       continue;
     }
     const double cost = jw.restart_cost >= 0 ? jw.restart_cost : std::max(0.0, cfg.restart_cost);
