@@ -18,14 +18,14 @@
 # the break-even remaining time: the restart cost measured in the migrate
 # runs (two resizes per swap) over 1 - 1/ratio.
 #
-#   bench/ft/slow.sh [--reps 5] [--percent 10] [--throttle-after 2]
-#                    [--iters 6000] [--nx 600] [--ny 400]
+#   bench/ft/slow.sh [--reps 5] [--percent 5] [--throttle-after 2]
+#                    [--iters 1200] [--nx 800] [--ny 600]
 set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${DYNRES_BUILD:-$SRC/build}
 BIN=$BUILD/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
-REPS=5 PCT=10 AFTER=2 ITERS=6000 NX=600 NY=400
+REPS=5 PCT=5 AFTER=2 ITERS=1200 NX=800 NY=600
 while (($#)); do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
