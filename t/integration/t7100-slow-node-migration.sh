@@ -10,8 +10,10 @@
 #     onto the idle node by checkpoint-restart (migrate kind=swap, then the
 #     expand half), it ends COMPLETED off the throttled node with the
 #     fixed-size checksum, mjstat --history lists the migration;
-#  3. bad input: vcluster-throttle with no percent, a bad percent, an
-#     unknown node, someone else's cluster directory -> exit 1, message.
+#  3. vcluster-throttle: bad input (no percent, a bad percent, an unknown
+#     node, no cluster) -> exit 1 and a message; --freeze/--status/--thaw;
+#     a cgroup directory writable by others is refused; another user (a
+#     throw-away one) cannot throttle the cluster's nodes.
 # About 40 s (more on a loaded machine).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
@@ -106,4 +108,35 @@ t_run "$THR" --dir "$C" --thaw n3
 assert_eq 1 "$T_RC" "thaw of a node not frozen is refused"
 t_run "$THR" --dir "$W" n2 20
 assert_eq 1 "$T_RC" "a directory without a cluster is refused"
+# the freezer: n3's agent (its only process left) frozen, then thawed
+t_run "$THR" --dir "$C" --freeze n3
+assert_eq 0 "$T_RC" "--freeze n3 ($T_ERR)"
+t_run "$THR" --dir "$C" --status n3
+assert_match 'freezer.state=(FROZEN|FREEZING)' "$T_OUT" "--status shows n3 frozen"
+t_run "$THR" --dir "$C" --thaw n3
+assert_eq 0 "$T_RC" "--thaw n3 ($T_ERR)"
+assert_eq "n3: not throttled" "$("$THR" --dir "$C" --status n3)" "thawed: its cgroup is gone"
+# a cgroup directory another user could write is never used
+if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+  cg=/sys/fs/cgroup/cpu/dynres/$(printf '%s' "$(cd "$C" && pwd -P)" | md5sum | cut -c1-12)
+  mkdir -p "$cg" && chmod 777 "$cg"
+  t_run "$THR" --dir "$C" n3 20
+  assert_eq 1 "$T_RC" "an other-writable cgroup directory is refused"
+  assert_contains "$T_ERR" "writable by group or others" "and the message says why"
+  assert_eq "" "$(cat "$cg/cgroup.procs")" "nothing was moved into it"
+  rmdir "$cg"
+fi
+# another user: refused, nothing changed
+if command -v useradd >/dev/null && command -v setpriv >/dev/null; then
+  U=dr7100$$
+  useradd -M -U -d /nonexistent -s /bin/sh "$U" || t_fatal "useradd $U failed"
+  del_user() { userdel "$U" >/dev/null 2>&1; return 0; }
+  t_on_exit del_user
+  chmod 711 "$C"
+  t_run setpriv --reuid="$U" --regid="$U" --init-groups env -u DYNRES_HOME "$THR" --dir "$C" n3 20
+  assert_eq 1 "$T_RC" "another user cannot throttle this cluster's node"
+  assert_match 'error: .*(not your cluster|no cluster in)' "$T_ERR" "and is told why"
+  assert_eq "n3: not throttled" "$("$THR" --dir "$C" --status n3)" "n3 is not throttled"
+  chmod 700 "$C"
+fi
 t_done
