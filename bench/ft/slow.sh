@@ -5,7 +5,7 @@
 # (5 nodes, the last one iCheck's); --throttle-after seconds after heat
 # registered, the job's second node is put under a CPU quota of --percent %
 # of one core (vcluster-throttle; released after the run). Two clusters
-# run side by side: slow-node migration on (scheduler.slow_nodes window 1 s,
+# run side by side: slow-node migration on (scheduler.slow_nodes window 2 s,
 # windows 3, factor 1.5, cooldown 60 s) and off (enabled: false); the runs
 # take turns, never at the same time. Modes:
 #   plain     unthrottled, migration on (the same-run baseline; must not migrate)
@@ -18,14 +18,14 @@
 # the break-even remaining time: the restart cost measured in the migrate
 # runs (two resizes per swap) over 1 - 1/ratio.
 #
-#   bench/ft/slow.sh [--reps 5] [--percent 5] [--throttle-after 2]
+#   bench/ft/slow.sh [--reps 5] [--percent 2] [--throttle-after 2]
 #                    [--iters 1200] [--nx 800] [--ny 600]
 set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${DYNRES_BUILD:-$SRC/build}
 BIN=$BUILD/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
-REPS=5 PCT=5 AFTER=2 ITERS=1200 NX=800 NY=600
+REPS=5 PCT=2 AFTER=2 ITERS=1200 NX=800 NY=600
 while (($#)); do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
@@ -55,7 +55,7 @@ trap cleanup EXIT
 boot() {  # DIR ENABLED
   vcluster-boot --local 5 --dir "$1" --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30 >/dev/null ||
     die "vcluster-boot $1 failed"
-  sed -i "s/^scheduler:\$/scheduler:\n  slow_nodes:\n    enabled: $2\n    window: 1\n    windows: 3\n    factor: 1.5\n    cooldown: 60/" \
+  sed -i "s/^scheduler:\$/scheduler:\n  slow_nodes:\n    enabled: $2\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 60/" \
     "$1/dynres.yaml"
   kill "$(cat "$1/mjsched.pid")"
   for _ in $(seq 100); do [[ -e $1/mjsched.pid ]] || break; sleep 0.1; done
@@ -77,7 +77,7 @@ for rep in $(seq "$REPS"); do
     C=$TOP/on
     [[ $mode == stay ]] && C=$TOP/off
     W=$C/work; mkdir -p "$W"
-    printf '%s\n' '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 4' \
+    printf '%s\n' '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
       "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 mj-rank-node \\" \
       "  $BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml $ARGS" >"$W/job.sh"
     id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh) || die "mjsub failed"

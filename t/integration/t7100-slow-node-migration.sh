@@ -2,7 +2,7 @@
 # Migration off a slow node [HoG14 §5.5]: heat --malleable (iCheck, one MPI
 # rank per node through mj-rank-node, libmjprof reporting every 0.3 s) on 3
 # of the 4 compute nodes of a local cluster, scheduler.slow_nodes windows of
-# 1 s, 3 windows, factor 1.5.
+# 2 s (the default), 3 windows, factor 1.5.
 #  1. unthrottled: the job completes with the fixed-size checksum, and no
 #     slow_node or migrate event is recorded;
 #  2. vcluster-throttle puts the job's second node under a CPU quota of 1 %
@@ -30,7 +30,7 @@ mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
 # slow-node windows short enough for a test: restart mjsched with them
-sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 1\n    windows: 3\n    factor: 1.5\n    cooldown: 30\n    restart_cost: 2/' "$C/dynres.yaml"
+sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 30\n    restart_cost: 2/' "$C/dynres.yaml"
 kill "$(sched_pid "$C")"
 wait_for 10 "mjsched stopped" eval '[[ -z $(sched_pid "$C") ]]' || t_fatal "mjsched did not stop"
 mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
