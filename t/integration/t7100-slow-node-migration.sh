@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-processors: 2
 # Migration off a slow node [HoG14 §5.5]: heat --malleable (iCheck, one MPI
 # rank per node through mj-rank-node, libmjprof reporting every 0.3 s) on 3
 # of the 4 compute nodes of a local cluster, scheduler.slow_nodes windows of
