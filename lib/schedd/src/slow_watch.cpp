@@ -72,10 +72,11 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
   for (auto it = jobs_.begin(); it != jobs_.end();)
     it = running.count(it->first) ? std::next(it) : jobs_.erase(it);
   const size_t keep = static_cast<size_t>(std::max(16, 4 * cfg_.windows));
-  bool enough = false;
+  bool enough = false;  // a window closed in this pass for a job that has enough of them
   for (auto& [id, j] : jobs_) {
     if (j.window_start >= 0 && now - j.window_start >= cfg_.window) {
       if (!j.ranks.empty()) {
+        enough = enough || (j.swap_to.empty() && j.windows.size() + 1 >= static_cast<size_t>(cfg_.windows));
         std::vector<std::pair<std::string, Acc>> w;
         for (auto& [pid, a] : j.ranks) w.emplace_back(a.node, a);
         j.windows.push_back(std::move(w));
@@ -85,7 +86,6 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
       j.ranks.clear();
       j.window_start = now;
     }
-    enough = enough || (j.swap_to.empty() && j.windows.size() >= static_cast<size_t>(cfg_.windows));
   }
   // the expand half of swaps whose shrink committed
   for (auto& [id, j] : jobs_) {
