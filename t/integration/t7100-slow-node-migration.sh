@@ -97,6 +97,9 @@ t_run mjstat --history
 assert_match "$B +slow_node +node=n2" "$(tr -s ' ' <<<"$T_OUT")" "mjstat --history lists the slow node"
 assert_match "$B +migrate +kind=swap from=n2 to=n4" "$(tr -s ' ' <<<"$T_OUT")" "and the migration"
 t_log "throttled run with migration: $(job_col "$C" "$B" "end_time - start_time") s"
+t_run "$THR" --dir "$C" --release n2
+assert_eq 0 "$T_RC" "--release n2 ($T_ERR)"
+assert_eq "n2: not throttled" "$("$THR" --dir "$C" --status n2)" "n2 released: its cgroup is gone"
 
 # ---- 3. bad input ----------------------------------------------------------
 for bad in "n2" "n2 0" "n2 101x" "n2 200000" "n9 20" "--freeze" "n2 20 30" "--bogus n2"; do
@@ -125,7 +128,7 @@ if [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
   assert_eq 1 "$T_RC" "an other-writable cgroup directory is refused"
   assert_contains "$T_ERR" "writable by group or others" "and the message says why"
   assert_eq "" "$(cat "$cg/cgroup.procs")" "nothing was moved into it"
-  rmdir "$cg"
+  rmdir "$cg"; rmdir "$(dirname "$cg")" 2>/dev/null  # the parent too when no other cluster uses it
 fi
 # another user: refused, nothing changed
 if command -v useradd >/dev/null && command -v setpriv >/dev/null; then
