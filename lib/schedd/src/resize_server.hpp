@@ -101,8 +101,6 @@ class ResizeServer {
                                       std::string* why) {
     return send_order(st, job, resize::Kind::expand, nodes, now, why);
   }
-  /// Nodes the job holds according to the book (after committed orders).
-  std::vector<std::string> nodes_of(int64_t job) const { return book_.nodes(job); }
   /// Policy shrinks as counts (the job chooses its nodes; scheduler.resize.shrink_by_count).
   void set_shrink_by_count(bool b) { shrink_by_count_ = b; }
 
