@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "dynres/config.hpp"
@@ -15,6 +16,7 @@
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/schedd.hpp"
+#include "dynres/slow_events.hpp"
 #include "dynres/views.hpp"
 
 int main(int argc, char** argv) {
@@ -168,7 +170,13 @@ int main(int argc, char** argv) {
           if (start) o["expected_start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
           arr.push_back(o);
         }
-        std::cout << nlohmann::json{{"jobs", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        nlohmann::json o{{"jobs", arr}};
+        if (history) {  // slow nodes found and jobs migrated off them (mjsched(8) SLOW NODES)
+          std::set<int64_t> shown;
+          for (auto& j : jobs) shown.insert(j.id);
+          o["migrations"] = dynres::migration_events_json(dynres::migration_events(st, shown));
+        }
+        std::cout << o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         if (iterate > 0) {
           time_t t = static_cast<time_t>(now);
@@ -177,6 +185,11 @@ int main(int argc, char** argv) {
           std::cout << b << "\n";
         }
         std::cout << dynres::render_table(jobs, format, now, !noheader);
+        if (history) {
+          std::set<int64_t> shown;
+          for (auto& j : jobs) shown.insert(j.id);
+          std::cout << dynres::render_migration_events(dynres::migration_events(st, shown));
+        }
       }
       if (iterate <= 0) return 0;
       std::cout << std::flush;

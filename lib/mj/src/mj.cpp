@@ -471,7 +471,10 @@ int mj_report_perf(double mpi_s, double compute_s) {
   if (!std::isfinite(mpi_s) || !std::isfinite(compute_s) || mpi_s < 0 || compute_s < 0 || mpi_s + compute_s <= 0 ||
       mpi_s > 1e9 || compute_s > 1e9)
     return fail(MJ_ERR_ARG, "mpi_s and compute_s must be finite, >= 0, with a positive sum");
-  return request({{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}}, nullptr);
+  json body = {{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}};
+  if (int r = ensure_env(); r != MJ_OK) return r;
+  if (!g.node.empty()) body["node"] = g.node;  // where this rank runs: the slow-node detector's attribution
+  return request(body, nullptr);
 }
 
 int mj_report_progress(double fraction) {

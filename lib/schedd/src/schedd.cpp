@@ -35,6 +35,7 @@
 #include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
+#include "slow_watch.hpp"
 
 namespace dynres::schedd {
 
@@ -241,9 +242,16 @@ ResizeServer& Daemon::resizer() {
       refused_log_("job:" + m.substr(0, at), m, now_seconds());
     });
     resize_->set_shrink_by_count(cfg.resize_shrink_by_count);
+    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, double mpi, double comp,
+                                      double t) { slow_watch().perf(job, pid, node, mpi, comp, t); });
     resize_->load(state(), now_seconds());
   }
   return *resize_;
+}
+
+SlowWatch& Daemon::slow_watch() {
+  if (!slow_) slow_ = std::make_unique<SlowWatch>(cfg.slow_nodes, [](const std::string& m) { log(m); });
+  return *slow_;
 }
 
 IcheckServer& Daemon::icheck() {
@@ -297,10 +305,12 @@ int Daemon::pass() {
   double now = now_seconds();
   ResizeServer& rz = resizer();
   rz.tick(st, now);  // orders past their deadline are rolled back; ended jobs forgotten
+  slow_watch().pass(st, rz, now);  // migration off slow nodes [HoG14 §5.5] (slow_watch.hpp)
   std::vector<int64_t> node_ids;
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  slow_watch().annotate(snap);  // idle nodes promised to a swap
   icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);

@@ -179,3 +179,30 @@ TEST_CASE("config: scheduler.icheck (iCheck-aware scheduling)", "[config]") {
   CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favor: icheck\n")),
                     Contains("unknown key 'scheduler.icheck.favor'"));
 }
+
+TEST_CASE("config: scheduler.slow_nodes (migration off slow nodes)", "[config]") {
+  TempDir d;
+  auto dflt = load_config(d.write("scheduler:\n  policy: easy\n"));
+  CHECK(dflt.slow_nodes.enabled);
+  CHECK(dflt.slow_nodes.factor == Approx(1.5));
+  CHECK(dflt.slow_nodes.windows == 3);
+  auto c = load_config(d.write("scheduler:\n  slow_nodes:\n    enabled: false\n    factor: 2.5\n    windows: 4\n"
+                               "    window: 0.5\n    cooldown: 30\n    restart_cost: 3.5\n"));
+  CHECK_FALSE(c.slow_nodes.enabled);
+  CHECK(c.slow_nodes.factor == Approx(2.5));
+  CHECK(c.slow_nodes.windows == 4);
+  CHECK(c.slow_nodes.window == Approx(0.5));
+  CHECK(c.slow_nodes.cooldown == Approx(30));
+  CHECK(c.slow_nodes.restart_cost == Approx(3.5));
+  for (const char* bad : {"factor: 1", "factor: 0.5", "factor: .nan", "windows: 0", "windows: 2.5", "window: 0",
+                          "window: -1", "cooldown: -1", "restart_cost: -3", "enabled: perhaps", "periods: 3"}) {
+    INFO(bad);
+    auto path = d.write(std::string("scheduler:\n  slow_nodes:\n    ") + bad + "\n");
+    try {
+      load_config(path);
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("scheduler.slow_nodes." + std::string(bad).substr(0, std::string(bad).find(':'))));
+    }
+  }
+}

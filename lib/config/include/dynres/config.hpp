@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dynres/sched.hpp"
+#include "dynres/slow_nodes.hpp"
 
 namespace dynres {
 
@@ -37,6 +38,9 @@ struct Config {
   /// scheduler.icheck.status_timeout: seconds after the controller's last
   /// Status before the scheduler stops lending it nodes [John24 §7.3.1.1]
   double icheck_status_timeout = 30;
+  /// scheduler.slow_nodes: migration off slow nodes [HoG14 §5.5.1]
+  /// (dynres/slow_nodes.hpp, dynres.yaml(5)).
+  sched::SlowNodeConfig slow_nodes;
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

@@ -26,6 +26,7 @@ class PowerView;
 class RateLimitedLog;
 class NodeWatch;
 class IcheckServer;
+class SlowWatch;
 
 /// A connection's first frame, complete: the peer's kernel identity and the
 /// request. Whoever holds it owns fd.
@@ -95,6 +96,8 @@ struct Daemon {
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   std::unique_ptr<NodeWatch> nodes_;     ///< node agents' liveness (mjnoded)
   std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
+  std::unique_ptr<SlowWatch> slow_;      ///< migration off slow nodes [HoG14 §5.5]
+  SlowWatch& slow_watch();
   State& state();
   ResizeServer& resizer();
   /// The request dispatcher: the first frame m of a connection from peer
