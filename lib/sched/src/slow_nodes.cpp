@@ -120,7 +120,7 @@ SlowReaction find_slow_nodes(const Snapshot& snap, const std::vector<JobWindows>
     std::string why;
     if (idle >= 0) {
       m.break_even = break_even(pick->ratio, 1, m.cost);
-      if (!known || jw.remaining > m.break_even) {
+      if (!known || jw.remaining > m.break_even) {  // the swap pays for its two resizes
         given.insert(idle);
         out.migrations.push_back(m);
         continue;
@@ -134,7 +134,7 @@ SlowReaction find_slow_nodes(const Snapshot& snap, const std::vector<JobWindows>
     if (left == n - 1) {
       m = {jw.job, MigrationKind::shrink, pick->node, -1, pick->ratio, jw.remaining, 0, cost};
       m.break_even = break_even(pick->ratio, static_cast<double>(n) / (n - 1), cost);
-      if (!known || jw.remaining > m.break_even) {
+      if (!known || jw.remaining > m.break_even) {  // the shrink pays for its resize
         out.migrations.push_back(m);
         continue;
       }
