@@ -385,8 +385,28 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
       ssize_t rc;
       {
         std::lock_guard<std::mutex> g(mu_);
-        rc = is_read ? fi_read(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted])
-                     : fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
+        if (is_read) {
+          // A read completes only once its data is in the local buffer, so
+          // it needs no FI_DELIVERY_COMPLETE (the endpoint's default for
+          // writes): without it shm copies with one process_vm_readv by the
+          // initiator (its "fast RMA" path), not through its command queue,
+          // which waits for the target's progress thread and stalled on a
+          // loaded core (bench/icheck/pinned_stall.sh).
+          iovec iov{lp, n};
+          void* desc = local.desc;
+          fi_rma_iov riov{raddr + off, n, rkey};
+          fi_msg_rma msg{};
+          msg.msg_iov = &iov;
+          msg.desc = &desc;
+          msg.iov_count = 1;
+          msg.addr = peer;
+          msg.rma_iov = &riov;
+          msg.rma_iov_count = 1;
+          msg.context = &ctx[posted];
+          rc = fi_readmsg(ep_, &msg, FI_COMPLETION);
+        } else {
+          rc = fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
+        }
       }
       if (rc == -FI_EAGAIN) break;
       if (rc) {
