@@ -100,9 +100,10 @@ fi_info* make_hints(const std::string& prov, bool delivery_complete) {
 /// loaded core, the RMA target's progress thread (Busy guard held) got ~no
 /// CPU for a minute and the agent's fi_read hit its 60 s timeout (shm needs
 /// the target to progress: FI_DELIVERY_COMPLETE disables its CMA fast path).
-/// A sleeper is re-placed fairly when it wakes. This made the stall rarer in
-/// some batches but did not remove it: bench/icheck/pinned_stall.sh still
-/// shows 3 of 8 pinned runs stalling (4 of 4 with sched_yield).
+/// A sleeper is re-placed fairly when it wakes. This made the stall rarer
+/// (bench/icheck/pinned_stall.sh: 3 of 8 pinned runs stalled, 4 of 4 with
+/// sched_yield); what removed the dependency is posting reads without
+/// FI_DELIVERY_COMPLETE (Fabric::rma), so no read waits for the target.
 void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(1)); }
 }  // namespace
 
