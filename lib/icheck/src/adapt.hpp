@@ -12,6 +12,7 @@
 
 #include "dynres/icheck/client.hpp"
 #include "dynres/icheck/dist.hpp"
+#include "dynres/icheck/redist.hpp"
 #include "icheck.h"
 
 struct icheck_pmap {
@@ -31,6 +32,8 @@ class Adapt {
   int restart();
   int restore(const char* label, void* ptr, size_t count);
   int restart_all();
+  /// icheck_redistribute (redistribute.cpp, [John24 §7.4.2]).
+  int redistribute(const char* label, void* ptr, size_t count);
   int restart_size() const { return old_n_; }
   void clear();
 
@@ -60,6 +63,11 @@ class Adapt {
   int restore_same(Entry& e, void* ptr);
   int restore_redist(Entry& e, void* ptr);
   int set_value(Entry& e, void* ptr, double v);
+  /// Collective: read the version from the second level (agents flush it first).
+  int open_pfs();
+  /// Reads of object `label` of the old ranks: the agents by RMA in
+  /// parallel (throws AgentReadError) or the second level (redistribute.cpp).
+  redist::Reader old_reader(const std::string& label);
   icheck_adapt_info info() const;
   std::string meta_json() const;
 

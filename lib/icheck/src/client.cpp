@@ -436,5 +436,8 @@ std::string Client::agent_pieces(int64_t v, int n, const std::string& meta_label
 bool Client::read_agent(int agent, int slot, int64_t v, uint64_t off, void* dst, uint64_t len) {
   return impl_->read_agent(agent, slot, v, off, dst, len);
 }
+bool Client::add_read_target(char* p, uint64_t n) { return impl_->add_read_target(p, n); }
+void Client::clear_read_targets() { impl_->rtargets.clear(); }
+bool Client::read_agents(const std::vector<AgentRead>& reads) { return impl_->read_agents(reads); }
 
 }  // namespace dynres::icheck

@@ -275,6 +275,10 @@ class ClientImpl {
   AgentLink& link_to(int idx);
   std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
   bool read_agent(int idx, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);
+  /// icheck_redistribute's RMA targets (client_redist.cpp), registered once.
+  std::vector<std::pair<char*, std::unique_ptr<MemRegion>>> rtargets;
+  bool add_read_target(char* p, uint64_t n);
+  bool read_agents(const std::vector<AgentRead>& reads);
 };
 
 }  // namespace dynres::icheck

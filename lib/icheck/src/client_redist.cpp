@@ -87,4 +87,83 @@ bool ClientImpl::read_agent(int idx, int slot, int64_t v, uint64_t off, void* ds
   }
 }
 
+bool ClientImpl::add_read_target(char* p, uint64_t n) {
+  try {
+    if (!fab) throw std::runtime_error("no fabric");
+    for (auto& [base, mr] : rtargets)
+      if (p >= base && p + n <= base + mr->len) return true;
+    rtargets.emplace_back(p, fab->register_memory(p, size_t(n), Fabric::Access::target));
+    return true;
+  } catch (const std::exception& e) {
+    last_error = std::string("registration of the redistribution target: ") + e.what();
+    return false;
+  }
+}
+
+bool ClientImpl::read_agents(const std::vector<AgentRead>& reads) {
+  // Per agent one message list: per old rank rbegin, its rchunks, rend.
+  // One request in flight per agent, all agents at once: agent a moves its
+  // data while agent b's reply is awaited.
+  struct Queue {
+    AgentLink* link = nullptr;
+    std::vector<json> msgs;
+    std::vector<uint64_t> need;  ///< per message: bytes of the piece it needs (rbegin checks total)
+    size_t next = 0;
+    uint64_t total = 0;
+  };
+  std::map<int, Queue> q;
+  int current = -1;
+  try {
+    if (!fab) throw std::runtime_error("no fabric");
+    std::vector<const AgentRead*> sorted;
+    for (auto& r : reads)
+      if (r.len) sorted.push_back(&r);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const AgentRead* a, const AgentRead* b) {
+      return a->agent != b->agent ? a->agent < b->agent : a->slot < b->slot;
+    });
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      const AgentRead& r = *sorted[k];
+      Queue& qa = q[r.agent];
+      if (!qa.link) qa.link = &link_to(r.agent);
+      const bool first = k == 0 || sorted[k - 1]->agent != r.agent || sorted[k - 1]->slot != r.slot;
+      if (first) qa.msgs.push_back({{"op", "rbegin"}, {"v", r.v}, {"slot", r.slot}, {"mode", "pull"}}), qa.need.push_back(0);
+      const MemRegion* mr = nullptr;
+      char* base = nullptr;
+      for (auto& [b, m] : rtargets)
+        if (r.dst >= b && r.dst + r.len <= b + m->len) mr = m.get(), base = b;
+      if (!mr) throw std::runtime_error("read into unregistered memory");
+      qa.msgs.push_back({{"op", "rchunk"}, {"buf_off", uint64_t(r.dst - base)}, {"data_off", r.off}, {"len", r.len},
+                         {"key", mr->key}, {"base", mr->remote_base}});
+      qa.need.push_back(r.off + r.len);
+      const bool last = k + 1 == sorted.size() || sorted[k + 1]->agent != r.agent || sorted[k + 1]->slot != r.slot;
+      if (last) qa.msgs.push_back({{"op", "rend"}}), qa.need.push_back(0);
+    }
+    Fabric::Busy busy(*fab);  // we are the RMA target
+    for (auto& [a, qa] : q) current = a, send_msg(qa.link->sock, qa.msgs[0]);
+    for (bool more = true; more;) {
+      more = false;
+      for (auto& [a, qa] : q) {
+        if (qa.next >= qa.msgs.size()) continue;
+        current = a;
+        json r = recv_msg(qa.link->sock, cfg.request_timeout_ms);
+        if (r.is_object() && r.contains("error")) throw std::runtime_error(r["error"].is_string() ? r["error"].get<std::string>() : r["error"].dump());
+        const json& m = qa.msgs[qa.next];
+        if (m["op"] == "rbegin") qa.total = r.at("total").get<uint64_t>();
+        if (++qa.next < qa.msgs.size()) {
+          if (qa.need[qa.next] > qa.total) throw std::runtime_error("range outside the old rank's piece");
+          send_msg(qa.link->sock, qa.msgs[qa.next]);
+          more = true;
+        }
+      }
+    }
+    return true;
+  } catch (const std::exception& e) {
+    last_error = "redistribution read from agent " + std::to_string(current) + ": " + e.what();
+    // a link with requests in flight is out of step: reopened next time
+    for (auto& [a, qa] : q)
+      if (qa.next < qa.msgs.size()) extra.erase(a);
+    return false;
+  }
+}
+
 }  // namespace dynres::icheck
