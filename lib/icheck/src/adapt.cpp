@@ -257,13 +257,13 @@ icheck_adapt_info Adapt::info() const {
   return {old_n_, comm.size(), comm.rank(), version_};
 }
 
-int Adapt::restart() {
+int Adapt::restart(bool in_place) {
   RestartView v = c_.restart_view();
   if (!v.inited) return ICHECK_ESTATE;
   Comm& comm = *v.comm;
   mode_ = Mode::None, old_.reset(), old_n_ = 0;
   if (!special()) {
-    int rc = c_.restart();
+    int rc = in_place ? c_.restart_all() : c_.restart();
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }
@@ -281,7 +281,7 @@ int Adapt::restart() {
   }
   n = std::stoll(comm.bcast(std::to_string(n)));
   if (n == 0 || n == comm.size()) {
-    int rc = c_.restart();
+    int rc = in_place ? c_.restart_all() : c_.restart();
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }

@@ -29,7 +29,9 @@ class Adapt {
   int add_global(const char* label, void* ptr, int type, size_t global, int dist, va_list ap);
   int local_count(const char* label, size_t* count) const;
   int before_commit();
-  int restart();
+  /// in_place: with M == N restore every stored region where it was added
+  /// (one RMA per rank, Client::restart_all) instead of into a library copy.
+  int restart(bool in_place = false);
   int restore(const char* label, void* ptr, size_t count);
   int restart_all();
   /// icheck_redistribute (redistribute.cpp, [John24 §7.4.2]).

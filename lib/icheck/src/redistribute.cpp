@@ -81,7 +81,7 @@ int Adapt::redistribute(const char* label, void* ptr, size_t count) {
   // The first call after an adaptation finds the version and its old layout
   // (Adapt::restart: agents first, else the second level).
   if (mode_ == Mode::None) {
-    rc = comm.min_int(restart());
+    rc = comm.min_int(restart(true));
     if (rc != ICHECK_OK) return rc;
   }
   struct Drop {
