@@ -23,6 +23,7 @@
 #include "adapt_old.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -538,7 +539,11 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
     if (counts[size_t(i)] && !region(i, counts[size_t(i)]))
       return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(i) + " missing or of another size");
   redist::Reader rd = old_reader(e.label);
-  redist::fill(from, e.layout, r, e.es, rd, static_cast<char*>(ptr));
+  const auto st = redist::fill(from, e.layout, r, e.es, rd, static_cast<char*>(ptr));
+  if (std::getenv("ICHECK_TIMING") && r == 0)
+    std::fprintf(stderr, "icheck: fill of '%s' (rank 0): path %d, %llu reads in %llu batches, %llu bytes, %.4f s reading\n",
+                 e.label.c_str(), st.path, (unsigned long long)st.reads, (unsigned long long)st.batches,
+                 (unsigned long long)st.bytes_read, st.read_s);
   return ICHECK_OK;
 }
 

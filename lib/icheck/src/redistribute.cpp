@@ -14,7 +14,9 @@
 //                  they (or their agents) wrote them, checked per chunk.
 // The plan of what to read is redist::fill (redist.hpp), the same code the
 // redistributing icheck_restore/icheck_restart_all use.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "adapt.hpp"
@@ -22,6 +24,10 @@
 #include "comm.hpp"
 
 namespace dynres::icheck {
+
+namespace {
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+}  // namespace
 
 redist::Reader Adapt::old_reader(const std::string& label) {
   redist::Reader rd;
@@ -80,10 +86,14 @@ int Adapt::redistribute(const char* label, void* ptr, size_t count) {
   Entry& e = entries_[it->second];
   // The first call after an adaptation finds the version and its old layout
   // (Adapt::restart: agents first, else the second level).
+  // ICHECK_TIMING=1: where the time goes (bench/icheck/redist), rank 0
+  const bool timing = std::getenv("ICHECK_TIMING") && comm.rank() == 0;
+  const double t0 = timing ? now_s() : 0;
   if (mode_ == Mode::None) {
     rc = comm.min_int(restart(true));
     if (rc != ICHECK_OK) return rc;
   }
+  const double t1 = timing ? now_s() : 0;
   struct Drop {
     Client& c;
     ~Drop() { c.clear_read_targets(); }
@@ -99,6 +109,9 @@ int Adapt::redistribute(const char* label, void* ptr, size_t count) {
     if (rc == ICHECK_OK) rc = restore_entry(e, ptr, count);
     worst = comm.min_int(rc);
   }
+  if (timing)
+    std::fprintf(stderr, "icheck: redistribute '%s' timing: find version %.4f s, move %.4f s (rank 0)\n", e.label.c_str(), t1 - t0,
+                 now_s() - t1);
   return worst;
 }
 

@@ -27,6 +27,7 @@
 // bytes a rank receives cross the transport).
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -58,6 +59,7 @@ struct Stats {
   uint64_t bytes_read = 0;  ///< bytes the reader delivered
   uint64_t reads = 0, batches = 0;
   int path = 0;  ///< 1 direct, 2 strided, 3 general
+  double read_s = 0;  ///< seconds inside the reader (transfers)
 };
 
 inline constexpr uint64_t kDirectBytes = 64 << 10;
@@ -128,7 +130,9 @@ inline Stats fill(const dist::Layout& from, const dist::Layout& to, int r, size_
     for (auto& x : b) st.bytes_read += x.len;
     st.reads += b.size();
     st.batches++;
+    const auto t0 = std::chrono::steady_clock::now();
     rd.read(b);
+    st.read_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   const bool cyc = from.kind == dist::Kind::Cyclic || to.kind == dist::Kind::Cyclic;
   // direct: every copy long enough to land in place
