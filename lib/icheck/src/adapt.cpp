@@ -70,6 +70,7 @@ void Adapt::clear() {
   old_n_ = 0;
   version_ = 0;
   old_.reset();
+  verify_pending_ = false;
 }
 
 int Adapt::check_new(const char* label, int type, size_t* es) const {
@@ -258,11 +259,11 @@ icheck_adapt_info Adapt::info() const {
   return {old_n_, comm.size(), comm.rank(), version_};
 }
 
-int Adapt::restart(bool in_place) {
+int Adapt::restart(bool in_place, bool defer_verify) {
   RestartView v = c_.restart_view();
   if (!v.inited) return ICHECK_ESTATE;
   Comm& comm = *v.comm;
-  mode_ = Mode::None, old_.reset(), old_n_ = 0;
+  mode_ = Mode::None, old_.reset(), old_n_ = 0, verify_pending_ = false;
   if (!special()) {
     int rc = in_place ? c_.restart_all() : c_.restart();
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
@@ -291,7 +292,7 @@ int Adapt::restart(bool in_place) {
   // for the second level. When a piece is gone (an agent died), the second
   // level below.
   if (comm.bcast(v.restart_src) == "agents") {
-    json a = json::parse(c_.agent_pieces(v.restart_v, int(n), kMetaLabel, kMaxMetaBytes), nullptr, false);
+    json a = json::parse(c_.agent_pieces(v.restart_v, int(n), kMetaLabel, kMaxMetaBytes, defer_verify), nullptr, false);
     if (a.is_object() && a.value("ok", false)) {
       auto old = std::make_shared<Old>();
       old->agents = a["slots"];
@@ -308,6 +309,7 @@ int Adapt::restart(bool in_place) {
         old_n_ = int(n);
         version_ = v.restart_v;
         mode_ = Mode::Redist;
+        verify_pending_ = defer_verify;
         return ICHECK_OK;
       }
       if (comm.rank() == 0) std::fprintf(stderr, "icheck: WARNING: redistribution metadata from the agents is malformed; using the second level\n");
@@ -316,6 +318,7 @@ int Adapt::restart(bool in_place) {
                    a.is_object() ? a.value("err", std::string("?")).c_str() : "?");
     }
   }
+  if (defer_verify) c_.verify_wait();  // drained: the second level below
   return open_pfs();
 }
 

@@ -31,7 +31,9 @@ class Adapt {
   int before_commit();
   /// in_place: with M == N restore every stored region where it was added
   /// (one RMA per rank, Client::restart_all) instead of into a library copy.
-  int restart(bool in_place = false);
+  /// defer_verify: the agents' checksum check of the version runs while
+  /// the first icheck_redistribute reads (Client::verify_wait after it).
+  int restart(bool in_place = false, bool defer_verify = false);
   int restore(const char* label, void* ptr, size_t count);
   int restart_all();
   /// icheck_redistribute (redistribute.cpp, [John24 §7.4.2]).
@@ -78,6 +80,7 @@ class Adapt {
   std::map<std::string, size_t> by_label_;
   std::string meta_;  ///< registered metadata (stable buffer)
   bool committed_ = false;
+  bool verify_pending_ = false;  ///< restart(.., true) read from agents whose check is still running
   enum class Mode { None, Same, Redist } mode_ = Mode::None;
   int old_n_ = 0;
   int64_t version_ = 0;

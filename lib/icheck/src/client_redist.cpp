@@ -23,7 +23,7 @@ AgentLink& ClientImpl::link_to(int idx) {
   return *l;
 }
 
-std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta) {
+std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify) {
   json out = {{"ok", false}, {"err", "not asked"}};
   if (comm.rank() == 0) {
     try {
@@ -38,7 +38,25 @@ std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_l
       std::vector<AgentLink*> links;
       for (size_t a = 0; a < agent_list.size(); ++a) links.push_back(&link_to(int(a)));
       const double t1 = now_s();
-      for (auto* l : links) send_msg(l->sock, {{"op", "held"}, {"v", v}, {"verify", true}});
+      verifying.clear();
+      if (defer_verify)
+        for (size_t a = 0; a < agent_list.size(); ++a) {
+          // a second reader connection per agent: the check runs there
+          // while this rank's reads use the first one
+          auto& vl = extra[-1 - int(a)];
+          if (!vl) {
+            auto nl = open_link(agent_list[a], int(a), true);
+            json r = request(nl->sock,
+                             {{"op", "hello"}, {"app", app}, {"uid", uid}, {"reader", true},
+                              {"provider", fab->provider()}, {"addr", fab->address_hex()}},
+                             cfg.connect_timeout_ms * 10);
+            nl->peer = fab->add_peer(r.at("addr"));
+            vl = std::move(nl);
+          }
+          send_msg(vl->sock, {{"op", "held"}, {"v", v}, {"verify", true}});
+          verifying.push_back(int(a));
+        }
+      for (auto* l : links) send_msg(l->sock, {{"op", "held"}, {"v", v}, {"verify", !defer_verify}});
       std::string bad;
       for (size_t a = 0; a < links.size(); ++a) {
         json r = recv_msg(links[a]->sock, cfg.request_timeout_ms);
@@ -81,6 +99,8 @@ std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_l
       out = {{"ok", true}, {"slots", slots}, {"meta", meta}};
     } catch (const std::exception& e) {
       out = {{"ok", false}, {"err", std::string("agents: ") + e.what()}};
+      for (int a : verifying) extra.erase(-1 - a);  // replies unread: links out of step
+      verifying.clear();
     }
   }
   return comm.bcast(out.dump());
@@ -108,6 +128,26 @@ bool ClientImpl::read_agent(int idx, int slot, int64_t v, uint64_t off, void* ds
     extra.erase(idx);  // a broken link is reopened next time
     return false;
   }
+}
+
+std::string ClientImpl::verify_wait() {
+  std::string bad;
+  if (comm.rank() == 0) {
+    for (int a : verifying) {
+      try {
+        auto it = extra.find(-1 - a);
+        if (it == extra.end() || !it->second) throw std::runtime_error("verify link gone");
+        json r = recv_msg(it->second->sock, std::max(cfg.request_timeout_ms, 120000));
+        if (r.is_object() && r.contains("error"))
+          throw std::runtime_error(r["error"].is_string() ? r["error"].get<std::string>() : r["error"].dump());
+      } catch (const std::exception& e) {
+        if (bad.empty()) bad = "agent " + std::to_string(a) + ": " + e.what();
+        extra.erase(-1 - a);
+      }
+    }
+  }
+  verifying.clear();
+  return comm.bcast(bad);
 }
 
 bool ClientImpl::add_read_target(char* p, uint64_t n) {

@@ -90,7 +90,7 @@ int Adapt::redistribute(const char* label, void* ptr, size_t count) {
   const bool timing = std::getenv("ICHECK_TIMING") && comm.rank() == 0;
   const double t0 = timing ? now_s() : 0;
   if (mode_ == Mode::None) {
-    rc = comm.min_int(restart(true));
+    rc = comm.min_int(restart(true, true));
     if (rc != ICHECK_OK) return rc;
   }
   const double t1 = timing ? now_s() : 0;
@@ -100,6 +100,16 @@ int Adapt::redistribute(const char* label, void* ptr, size_t count) {
   } drop{c_};
   rc = restore_entry(e, ptr, count);
   int worst = comm.min_int(rc);
+  if (verify_pending_) {
+    // the agents' checksum check ran beside the reads: bytes of a piece
+    // that failed it are never kept
+    verify_pending_ = false;
+    const std::string bad = c_.verify_wait();
+    if (!bad.empty()) {
+      c_.set_error("corrupt: " + bad);
+      worst = ICHECK_EAGENT;
+    }
+  }
   if (worst == ICHECK_EAGENT && mode_ == Mode::Redist && old_ && !old_->agents.is_null()) {
     // An agent failed during the reads: every rank takes the second level
     // for this label and the ones after it.

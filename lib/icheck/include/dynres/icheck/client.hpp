@@ -88,7 +88,13 @@ class Client {
   /// each old rank's region `meta_label` (at most max_meta bytes). Returns
   /// the same JSON text on every rank: {"ok":true, "slots":[{"agent", "total",
   /// "regions"}] (index = old rank), "meta":[text]} or {"ok":false, "err"}.
-  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
+  /// defer_verify (icheck_redistribute): the agents check their pieces'
+  /// checksums on a second connection each while the ranks already read;
+  /// verify_wait() collects the verdict.
+  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify = false);
+  /// Collective: "" when every agent asked by a deferred agent_pieces found
+  /// its pieces intact (or none was asked), else why not; same on every rank.
+  std::string verify_wait();
   /// This rank: RMA of bytes [off, off+len) of old rank `slot`'s piece of v
   /// from agent `agent` (index in the agent list) into dst. false (and
   /// last_error) on any failure.

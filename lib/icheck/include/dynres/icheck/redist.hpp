@@ -211,18 +211,7 @@ inline Stats fill(const dist::Layout& from, const dist::Layout& to, int r, size_
   }
   // general: lazily found copies per window of destination elements
   st.path = 3;
-  std::vector<size_t> order;  // Explicit sources sorted by offset
-  if (from.kind == dist::Kind::Explicit) {
-    for (size_t i = 0; i < from.counts.size(); ++i)
-      if (from.counts[i]) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return from.offsets[a] < from.offsets[b]; });
-  }
-  auto where = [&](uint64_t g) -> dist::Loc {
-    if (from.kind != dist::Kind::Explicit) return dist::locate(from, g);
-    auto it = std::upper_bound(order.begin(), order.end(), g, [&](uint64_t x, size_t i) { return x < from.offsets[i]; });
-    const size_t i = *(it - 1);
-    return {int(i), g - from.offsets[i], from.offsets[i] + from.counts[i] - g};
-  };
+  const dist::Locator where(from);
   const std::vector<dist::Seg> grid_segs = to.kind == dist::Kind::Grid ? dist::segments(to, r) : std::vector<dist::Seg>{};
   const uint64_t spread = to.kind == dist::Kind::Cyclic ? uint64_t(to.nprocs) : 1;
   const uint64_t win = std::max<uint64_t>(1, window_bytes / (es * spread));
@@ -231,16 +220,8 @@ inline Stats fill(const dist::Layout& from, const dist::Layout& to, int r, size_
     moves.clear();
     uint64_t dpos = j0;
     detail::dest_runs(to, r, grid_segs, j0, std::min(win, n - j0), [&](uint64_t g, uint64_t len) {
-      while (len) {
-        dist::Loc p = where(g);
-        const uint64_t k = std::min(p.run, len);
-        if (!moves.empty() && moves.back().src_rank == p.rank && moves.back().src_off + moves.back().len == p.local &&
-            moves.back().dst_off + moves.back().len == dpos)
-          moves.back().len += k;
-        else
-          moves.push_back({p.rank, p.local, dpos, k});
-        g += k, len -= k, dpos += k;
-      }
+      dist::append_moves(moves, where, g, len, dpos);
+      dpos += len;
     });
     std::fill(lo.begin(), lo.end(), UINT64_MAX), std::fill(hi.begin(), hi.end(), 0);
     for (auto& m : moves) {
