@@ -272,7 +272,9 @@ class ClientImpl {
   /// A control connection to agent `a` (index idx of the list), the fabric
   /// set up for it first (keep_fabric: an existing one is used as is).
   std::unique_ptr<AgentLink> open_link(const json& a, int idx, bool keep_fabric);
-  AgentLink& link_to(int idx);
+  /// A reader connection to agent idx (second: another one, kept in
+  /// `extra` under -1 - idx, for the deferred checksum check).
+  AgentLink& link_to(int idx, bool second = false);
   std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify);
   /// Deferred checksum checks in flight: agent index -> its verify link
   /// (kept in `extra` under key -1 - index, so it is dropped with the others).

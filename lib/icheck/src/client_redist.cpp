@@ -6,9 +6,9 @@
 
 namespace dynres::icheck {
 
-AgentLink& ClientImpl::link_to(int idx) {
-  if (agent && agent->index == idx) return *agent;
-  auto& l = extra[idx];
+AgentLink& ClientImpl::link_to(int idx, bool second) {
+  if (agent && agent->index == idx && !second) return *agent;
+  auto& l = extra[second ? -1 - idx : idx];
   if (l) return *l;
   if (!agent_list.is_array() || idx < 0 || size_t(idx) >= agent_list.size())
     throw std::runtime_error("no agent " + std::to_string(idx) + " in the agent list");
@@ -43,17 +43,7 @@ std::string ClientImpl::agent_pieces(int64_t v, int n, const std::string& meta_l
         for (size_t a = 0; a < agent_list.size(); ++a) {
           // a second reader connection per agent: the check runs there
           // while this rank's reads use the first one
-          auto& vl = extra[-1 - int(a)];
-          if (!vl) {
-            auto nl = open_link(agent_list[a], int(a), true);
-            json r = request(nl->sock,
-                             {{"op", "hello"}, {"app", app}, {"uid", uid}, {"reader", true},
-                              {"provider", fab->provider()}, {"addr", fab->address_hex()}},
-                             cfg.connect_timeout_ms * 10);
-            nl->peer = fab->add_peer(r.at("addr"));
-            vl = std::move(nl);
-          }
-          send_msg(vl->sock, {{"op", "held"}, {"v", v}, {"verify", true}});
+          send_msg(link_to(int(a), true).sock, {{"op", "held"}, {"v", v}, {"verify", true}});
           verifying.push_back(int(a));
         }
       for (auto* l : links) send_msg(l->sock, {{"op", "held"}, {"v", v}, {"verify", !defer_verify}});
