@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     if (nodes_view) {
       for (;;) {
         auto nodes = st.nodes();
-        std::cout << (json ? dynres::nodes_to_json(nodes).dump(2) + "\n" : dynres::render_nodes(nodes, !noheader));
+        auto ic = dynres::icheck_nodes_view(st);  // nodes the checkpoint service holds
+        std::cout << (json ? dynres::nodes_to_json(nodes, ic).dump(2) + "\n" : dynres::render_nodes(nodes, !noheader, ic));
         if (iterate <= 0) return 0;
         std::cout << "\n" << std::flush;
         std::this_thread::sleep_for(std::chrono::duration<double>(iterate));
@@ -168,7 +169,13 @@ int main(int argc, char** argv) {
           if (start) o["expected_start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
           arr.push_back(o);
         }
-        std::cout << nlohmann::json{{"jobs", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        nlohmann::json out = {{"jobs", arr}};
+        if (history) {  // the checkpoint service's requests, grants and reclaims
+          out["icheck_events"] = nlohmann::json::array();
+          for (auto& e : dynres::icheck_events(st))
+            out["icheck_events"].push_back({{"time", e.time}, {"kind", e.kind}, {"detail", e.detail}});
+        }
+        std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         if (iterate > 0) {
           time_t t = static_cast<time_t>(now);
@@ -177,6 +184,10 @@ int main(int argc, char** argv) {
           std::cout << b << "\n";
         }
         std::cout << dynres::render_table(jobs, format, now, !noheader);
+        if (history && !noheader) {  // after the jobs: iCheck's requests, grants and reclaims
+          auto ev = dynres::icheck_events(st);
+          if (!ev.empty()) std::cout << "\n" << dynres::render_icheck_events(ev);
+        }
       }
       if (iterate <= 0) return 0;
       std::cout << std::flush;
