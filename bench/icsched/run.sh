@@ -27,16 +27,21 @@
 # Gantt chart (mjstat --gantt, iCheck's nodes in red).
 #
 # Environment: DYNRES_BUILD (default build/), SIZE_BASE (MiB, 48),
-# SIZE_STEP (MiB, 16), STAGGER (s, 4), COUNT (iterations per job, 30).
+# SIZE_STEP (MiB, 16), STAGGER (s, 3), COUNT (iterations per job, 30),
+# THRESHOLDS (the scaler's lower,upper used fractions, 0.5,0.6).
 # Needs mpiexec (mpich), gnuplot (gnuplot-nox), sqlite3. A run takes ~1-2 min
 # per configuration.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 B=${DYNRES_BUILD:-$SRC/build}
 export PATH=$B/bin:$SRC/share/dynres:$PATH
-RUNS=1 OUT=${TMPDIR:-/tmp}/icsched-bench JOBS=8 MEMGB=0.5
+RUNS=1 OUT=${TMPDIR:-/tmp}/icsched-bench JOBS=10 MEMGB=0.5
 CONFIGS="dyn-icheck dyn-applications static-1 static-3"
-SIZE_BASE=${SIZE_BASE:-48} SIZE_STEP=${SIZE_STEP:-16} STAGGER=${STAGGER:-4} COUNT=${COUNT:-30}
+SIZE_BASE=${SIZE_BASE:-48} SIZE_STEP=${SIZE_STEP:-16} STAGGER=${STAGGER:-3} COUNT=${COUNT:-30}
+# the scaler every second; a node counts as full at 60 % (flagged at 50 %): an
+# agent refuses the piece that would overflow the node's budget, so the node's
+# use stays below the limit by up to one piece and may never pass 90 %
+SCALER="--icheck-scaler-interval 1 --icheck-scaler-thresholds ${THRESHOLDS:-0.5,0.6}"
 die() { echo "bench/icsched: error: $*" >&2; exit 1; }
 while (($#)); do
   case $1 in
@@ -58,8 +63,8 @@ OUT=$(cd "$OUT" && pwd)
 
 boot_args() {  # CONFIG
   case $1 in
-    dyn-icheck) echo "--icheck-nodes 1 --icheck-max-nodes 3 --icheck-favour icheck --icheck-scaler-interval 1" ;;
-    dyn-applications) echo "--icheck-nodes 1 --icheck-max-nodes 3 --icheck-favour applications --icheck-scaler-interval 1" ;;
+    dyn-icheck) echo "--icheck-nodes 1 --icheck-max-nodes 3 --icheck-favour icheck $SCALER" ;;
+    dyn-applications) echo "--icheck-nodes 1 --icheck-max-nodes 3 --icheck-favour applications $SCALER" ;;
     static-1) echo "--icheck-nodes 1" ;;
     static-3) echo "--icheck-nodes 3" ;;
     *) die "unknown configuration '$1'" ;;
@@ -134,6 +139,9 @@ EOF
       >"$OUT/$cfg-r$r-events.txt" 2>/dev/null || true
     plot "$d/samples" "$OUT/$cfg-r$r.png" "$cfg run $r: $JOBS synth jobs, ${MEMGB} GB per checkpoint node"
   fi
+  for k in $(sqlite3 -batch "$d/c/state.db" "SELECT name FROM jobs WHERE state != 'COMPLETED'" 2>/dev/null | sed 's/^synth//'); do
+    cp "$w/job$k.out" "$OUT/$cfg-r$r-failed-job$k.out" 2>/dev/null || true   # for the record
+  done
   cp "$d/samples" "$OUT/$cfg-r$r-samples.txt"
   cp "$d/commits" "$OUT/$cfg-r$r-commits.txt"
   cp "$d/c/icheck/controller.log" "$OUT/$cfg-r$r-controller.log" 2>/dev/null || true
