@@ -132,7 +132,7 @@ typedef struct {
 int mj_probe_adapt(int* pending, mj_role* role, mj_order* order);
 
 /* Block until an order is pending or timeout_s (seconds, < 0: forever)
- * passes; then as mj_probe_adapt. */
+ * passes; then as mj_probe_adapt. MJ_ERR_ARG for NaN or >= 1e7 s. */
 int mj_wait_adapt(double timeout_s, int* pending, mj_role* role, mj_order* order);
 
 #define MJ_ADAPT_RESTART 1 /* the job will checkpoint, exit and be run again on the new node list */

@@ -395,7 +395,8 @@ int mj_deregister(void) {
 int mj_probe_adapt(int* pending, mj_role* role, mj_order* order) { return probe(0, pending, role, order); }
 
 int mj_wait_adapt(double timeout_s, int* pending, mj_role* role, mj_order* order) {
-  if (!(timeout_s < 1e7) && timeout_s >= 0) return fail(MJ_ERR_ARG, "timeout_s too large");
+  if (std::isnan(timeout_s) || timeout_s >= 1e7)  // NaN would reach the int conversion below
+    return fail(MJ_ERR_ARG, "timeout_s must be below 1e7 seconds (negative: wait forever)");
   int ms = timeout_s < 0 ? -1 : static_cast<int>(std::ceil(timeout_s * 1000));
   return probe(ms, pending, role, order);
 }
