@@ -23,6 +23,7 @@ set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${DYNRES_BUILD:-$SRC/build}/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
+. "$SRC/bench/ft/lib.sh"
 TRIALS=10 MODES="none agents second requeue" DIR=""
 while (($#)); do
   case $1 in
@@ -91,10 +92,7 @@ for t in $(seq "$TRIALS"); do
       fi
       R[$mode.detect]+="$d " R[$mode.restore]+="$rs " R[$mode.resume]+="$rm " R[$mode.total]+="$tot " R[$mode.lost]+="$lost "
       line+=" killed_after=$before detect_s=$d restore_s=$rs resume_s=$rm total_s=$tot lost=$lost"
-      want=$((want + 1))
-      vcluster-fail --revive "$victim" >/dev/null
-      for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
-      mjcontrol update node "$victim" state=resume >/dev/null
+      ft_revive "$DIR" "$victim"
     fi
     echo "$line"
   done

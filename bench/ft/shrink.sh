@@ -17,6 +17,7 @@ set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${DYNRES_BUILD:-$SRC/build}/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
+. "$SRC/bench/ft/lib.sh"
 REPS=3 KILL_AFTER=3 DIR=""
 while (($#)); do
   case $1 in
@@ -73,10 +74,7 @@ for rep in $(seq "$REPS"); do
       r=$(awk -v a="$td" -v b="$tr" 'BEGIN { printf "%.3f", b - a }')
       R[$mode.det]+="$d " R[$mode.react]+="$r "
       line+=" detect_s=$d react_s=$r"
-      want=$((want + 1))
-      vcluster-fail --revive "$victim" >/dev/null
-      for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
-      mjcontrol update node "$victim" state=resume >/dev/null
+      ft_revive "$DIR" "$victim"
     fi
     echo "$line"
   done
