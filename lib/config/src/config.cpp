@@ -133,7 +133,7 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck", "nodes"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power",
+  check_keys(s, "scheduler", {"policy", "tick", "min_interval", "default_time_limit", "kill_wait", "malleable", "resize", "power",
                                   "icheck"},
              path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
@@ -146,6 +146,9 @@ Config load_config(const std::string& path) {
   load_icheck(s ? s["icheck"] : YAML::Node(), c, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
   if (!(c.tick > 0 && c.tick <= 3600)) throw ConfigError(path + ": scheduler.tick must be in (0, 3600] seconds");
+  c.min_interval = get<double>(s, "min_interval", c.min_interval, "scheduler", path);
+  if (!(c.min_interval >= 0 && c.min_interval <= 60))
+    throw ConfigError(path + ": scheduler.min_interval must be in [0, 60] seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);
   if (!(c.policy.default_time_limit > 0 && c.policy.default_time_limit <= 1e9))
     throw ConfigError(path + ": scheduler.default_time_limit must be in (0, 1e9] seconds");

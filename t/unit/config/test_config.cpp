@@ -28,6 +28,7 @@ TEST_CASE("config: a missing file gives the defaults", "[config]") {
   CHECK(c.policy.policy == sched::Policy::easy);
   CHECK(c.policy.default_time_limit == Approx(3600));
   CHECK(c.tick == Approx(1.0));
+  CHECK(c.min_interval == Approx(0.05));
   CHECK(c.kill_wait == Approx(5.0));
   CHECK(c.launcher == "local");
 }
@@ -46,12 +47,13 @@ TEST_CASE("config: an empty file gives the defaults", "[config]") {
 TEST_CASE("config: values are read", "[config]") {
   TempDir d;
   auto c = load_config(d.write(
-      "scheduler:\n  policy: fcfs\n  tick: 0.2\n  default_time_limit: 60\n  kill_wait: 0\n"
+      "scheduler:\n  policy: fcfs\n  tick: 0.2\n  min_interval: 0.3\n  default_time_limit: 60\n  kill_wait: 0\n"
       "launcher:\n  type: srun\n"
       "power:\n  anything: 1\n"
       "icheck:\n  whatever: [1, 2]\n"));
   CHECK(c.policy.policy == sched::Policy::fcfs);
   CHECK(c.tick == Approx(0.2));
+  CHECK(c.min_interval == Approx(0.3));
   CHECK(c.policy.default_time_limit == Approx(60));
   CHECK(c.kill_wait == Approx(0));
   CHECK(c.launcher == "srun");
@@ -120,6 +122,8 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"scheduler:\n  tick: -1\n", {"scheduler.tick"}},
       {"scheduler:\n  tick: fast\n", {"scheduler.tick"}},
       {"scheduler:\n  kill_wait: -2\n", {"scheduler.kill_wait"}},
+      {"scheduler:\n  min_interval: -0.1\n", {"scheduler.min_interval"}},
+      {"scheduler:\n  min_interval: 61\n", {"scheduler.min_interval"}},
       {"scheduler:\n  kill_wait: soon\n", {"scheduler.kill_wait"}},
       {"scheduler:\n  default_time_limit: 0\n", {"scheduler.default_time_limit"}},
       {"scheduler:\n  default_time_limit: -60\n", {"scheduler.default_time_limit"}},
