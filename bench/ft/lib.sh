@@ -18,3 +18,19 @@ ft_revive() {
   done
   mjcontrol update node "$node" state=resume >/dev/null
 }
+
+# ft_boot DIR AGENTS VCLUSTER-BOOT-OPTIONS... — a local cluster in DIR, torn
+# down at exit, DYNRES_HOME set, q SQL (a query of its state file), and
+# AGENTS node agents connected before it returns.
+ft_boot() {
+  local dir=$1 want=$2
+  shift 2
+  trap "vcluster-down --dir '$dir' >/dev/null 2>&1" EXIT
+  vcluster-boot --dir "$dir" "$@" >/dev/null || exit 1
+  export DYNRES_HOME=$dir
+  for _ in $(seq 200); do
+    (($(grep -c connected "$dir/nodes/mjnoded.log" 2>/dev/null) >= want)) && break
+    sleep 0.05
+  done
+}
+q() { sqlite3 -cmd '.timeout 5000' "$DYNRES_HOME/state.db" "$1"; }

@@ -37,13 +37,7 @@ done
 [[ $TRIALS =~ ^[1-9][0-9]*$ ]] || { echo "restart.sh: --trials needs a positive count" >&2; exit 1; }
 [[ -x $BIN/heat ]] || { echo "restart.sh: heat is not built" >&2; exit 1; }
 DIR=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dynres-ftrestart-XXXXXX")}
-trap 'vcluster-down --dir "$DIR" >/dev/null 2>&1' EXIT
-vcluster-boot --local 5 --icheck-nodes 1 --dir "$DIR" --tick 0.2 --kill-wait 1 --resize-timeout 30 >/dev/null || exit 1
-export DYNRES_HOME=$DIR
-q() { sqlite3 -cmd '.timeout 5000' "$DIR/state.db" "$1"; }
-agents() { local n; n=$(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null); echo "${n:-0}"; }
-want=4
-for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
+ft_boot "$DIR" 4 --local 5 --icheck-nodes 1 --tick 0.2 --kill-wait 1 --resize-timeout 30
 W=$DIR/work; mkdir -p "$W"
 printf 'direct: true\npfs_dir: %s/pfs-direct\n' "$DIR" >"$DIR/direct.yaml"
 ARGS=(--nx 96 --ny 90 --iters 200 --iter-seconds 0.05 --ckpt-every 20 --print-every 1)

@@ -30,13 +30,7 @@ while (($#)); do
 done
 [[ -x $BIN/nqueens ]] || { echo "shrink.sh: nqueens is not built" >&2; exit 1; }
 DIR=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dynres-ftshrink-XXXXXX")}
-trap 'vcluster-down --dir "$DIR" >/dev/null 2>&1' EXIT
-vcluster-boot --local 4 --dir "$DIR" --tick 0.2 --kill-wait 1 >/dev/null || exit 1
-export DYNRES_HOME=$DIR
-q() { sqlite3 -cmd '.timeout 5000' "$DIR/state.db" "$1"; }
-agents() { local n; n=$(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null); echo "${n:-0}"; }
-want=4
-for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
+ft_boot "$DIR" 4 --local 4 --tick 0.2 --kill-wait 1
 W=$DIR/work; mkdir -p "$W"
 declare -A R
 for rep in $(seq "$REPS"); do
