@@ -167,23 +167,26 @@ t_require() {
 
 # ---------------------------------------------------------------- outer Slurm
 
-# outer_slurm_start NODES [--poll] — a real Slurm cluster of NODES nodes
+# outer_slurm_start NODES [--poll] [START OPTIONS] — a real Slurm cluster of NODES nodes
 # (t/fixtures/outer-slurm) in $T_TMP/outer, its client environment exported
 # (SLURM_CONF ...). At exit the allocation whose id the test wrote to
 # $T_TMP/alloc.jobid is cancelled and the cluster stopped (after the test's
 # own t_on_exit functions registered later); when the test failed, the steps
 # the slurmd logs record are printed. --poll also records `squeue -s`
 # snapshots ("time stepid name nodes", every 0.2 s) in $T_TMP/squeue-steps.log.
+# START OPTIONS go to the fixture's start (e.g. --slurmd-timeout 6).
 T_OUTER_POLLER=""
 outer_slurm_start() {
-  local n=$1 fixture=$DYNRES_SRC/t/fixtures/outer-slurm
+  local n=$1 fixture=$DYNRES_SRC/t/fixtures/outer-slurm poll=0
+  shift
+  [[ ${1:-} == --poll ]] && { poll=1; shift; }
   t_on_exit _t_outer_stop
   t_on_fail _t_outer_steps
   t_log "starting an outer Slurm of $n nodes in $T_TMP/outer"
-  "$fixture" start "$T_TMP/outer" --nodes "$n" --timeout 30 >"$T_TMP/outer-start.log" 2>&1 ||
+  "$fixture" start "$T_TMP/outer" --nodes "$n" --timeout 30 "$@" >"$T_TMP/outer-start.log" 2>&1 ||
     { cat "$T_TMP/outer-start.log" >&2; t_fatal "the outer Slurm did not start"; }
   eval "$("$fixture" env "$T_TMP/outer")"
-  if [[ ${2:-} == --poll ]]; then
+  if ((poll)); then
     (
       while :; do
         squeue -s -h -o '%i %j %N' 2>/dev/null | sed "s/^/$(date +%T.%N | cut -c1-12) /"
@@ -206,13 +209,15 @@ _t_outer_steps() {
   "$DYNRES_SRC/t/fixtures/outer-slurm" steps "$T_TMP/outer"
   [[ -f $T_TMP/squeue-steps.log ]] && { echo "---- squeue -s snapshots (last 20)"; tail -n 20 "$T_TMP/squeue-steps.log"; }
 }
-# outer_slurm_inside SECONDS NODES NAME SCRIPT — run `bash SCRIPT --inside
-# $T_TMP` in an allocation of NODES nodes (salloc -J NAME), bounded by
-# SECONDS; a test's part inside the allocation writes $SLURM_JOB_ID to
-# $T_TMP/alloc.jobid. Fails the test when it times out or exits non-zero.
+# outer_slurm_inside SECONDS NODES NAME SCRIPT [SALLOC OPTIONS] — run `bash
+# SCRIPT --inside $T_TMP` in an allocation of NODES nodes (salloc -J NAME),
+# bounded by SECONDS; a test's part inside the allocation writes
+# $SLURM_JOB_ID to $T_TMP/alloc.jobid. Fails the test when it times out or
+# exits non-zero. SALLOC OPTIONS, e.g. --no-kill (the allocation outlives a
+# failed node).
 outer_slurm_inside() {
   local rc=0
-  (cd "$T_TMP" && timeout "$1" salloc -N"$2" -J "$3" -t 5 bash "$4" --inside "$T_TMP") || rc=$?
+  (cd "$T_TMP" && timeout "$1" salloc -N"$2" -J "$3" -t 5 "${@:5}" bash "$4" --inside "$T_TMP") || rc=$?
   ((rc != 124)) || t_fatal "the part inside the allocation did not finish within $1 s"
   ((rc == 0)) || t_fatal "the part inside the allocation failed (exit $rc)"
 }

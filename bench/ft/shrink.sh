@@ -17,6 +17,7 @@ set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${DYNRES_BUILD:-$SRC/build}/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
+. "$SRC/bench/ft/lib.sh"
 REPS=3 KILL_AFTER=3 DIR=""
 while (($#)); do
   case $1 in
@@ -29,13 +30,7 @@ while (($#)); do
 done
 [[ -x $BIN/nqueens ]] || { echo "shrink.sh: nqueens is not built" >&2; exit 1; }
 DIR=${DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dynres-ftshrink-XXXXXX")}
-trap 'vcluster-down --dir "$DIR" >/dev/null 2>&1' EXIT
-vcluster-boot --local 4 --dir "$DIR" --tick 0.2 --kill-wait 1 >/dev/null || exit 1
-export DYNRES_HOME=$DIR
-q() { sqlite3 -cmd '.timeout 5000' "$DIR/state.db" "$1"; }
-agents() { local n; n=$(grep -c connected "$DIR/nodes/mjnoded.log" 2>/dev/null); echo "${n:-0}"; }
-want=4
-for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
+ft_boot "$DIR" 4 --local 4 --tick 0.2 --kill-wait 1
 W=$DIR/work; mkdir -p "$W"
 declare -A R
 for rep in $(seq "$REPS"); do
@@ -73,10 +68,7 @@ for rep in $(seq "$REPS"); do
       r=$(awk -v a="$td" -v b="$tr" 'BEGIN { printf "%.3f", b - a }')
       R[$mode.det]+="$d " R[$mode.react]+="$r "
       line+=" detect_s=$d react_s=$r"
-      want=$((want + 1))
-      vcluster-fail --revive "$victim" >/dev/null
-      for _ in $(seq 200); do (($(agents) >= want)) && break; sleep 0.05; done
-      mjcontrol update node "$victim" state=resume >/dev/null
+      ft_revive "$DIR" "$victim"
     fi
     echo "$line"
   done

@@ -36,7 +36,7 @@ id=$(mjsub --parsable "$W/heat.sh") || t_fatal "mjsub failed"
 wait_state 90 "$C" "$id" COMPLETED FAILED || t_fatal "heat job did not end"
 assert_eq COMPLETED "$(job_state "$C" "$id")" "heat job state"
 out=$(cat "$W/heat-$id.out")
-assert_contains "$out" "localhost" "MJ_NODEFILE lists this machine's host for mpiexec"
+assert_contains "$out" $'nodefile:\nn1\nn2\n' "MJ_NODEFILE names the job's nodes for mpiexec (reached through mj-node-exec)"
 assert_contains "$out" "restarting" "the first run was killed by the injected fault"
 assert_match 'heat: restart version=[1-9][0-9]* iteration=(40|50)' "$out" "second run restored the last committed version (iteration 40 or 50)"
 got=$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' <<<"$out" | tail -1)

@@ -150,7 +150,7 @@ Spawned spawn_supervisor(const std::string& stepd_path, const StepConfig& cfg) {
     // across exec so an early cancel waits for it instead of killing it.
     sigset_t keep;
     sigemptyset(&keep);
-    for (int sg : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&keep, sg);
+    for (int sg : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&keep, sg);
     reset_signals_for_exec(keep);
     ::execv(stepd_path.c_str(), const_cast<char* const*>(argv.data()));
     int e = errno;
@@ -343,12 +343,23 @@ auto as_job_user(const JobIdentity& id, F&& f) {
 
 }  // namespace
 
+namespace {
+/// Seconds a supervisor waits, after a registered malleable job's script
+/// failed, for mjsched's restart order on the remaining nodes.
+constexpr double kNodeFailureGrace = 5.0;
+/// The job registered for orders (mj_register) and has not deregistered.
+bool registered(State& st, int64_t job) {
+  auto info = resize::job_info(st, job);
+  return info && info->phase == resize::Phase::accepting;
+}
+}  // namespace
+
 int run_step(const StepConfig& cfg, int go_fd) {
   // Block the signals we handle synchronously with sigtimedwait (spawn_supervisor
   // already keeps TERM/INT/HUP blocked across exec); the job gets an empty mask.
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1}) sigaddset(&set, s);
   ::sigprocmask(SIG_BLOCK, &set, nullptr);
 
   if (go_fd >= 0) {
@@ -418,6 +429,8 @@ int run_step(const StepConfig& cfg, int go_fd) {
   if (ident.switch_user) ::chmod(spool.c_str(), 0711);
   std::string script = spool_file(cfg.home, cfg.job_id, "sh");
   std::string nodefile = spool_file(cfg.home, cfg.job_id, "hosts");
+  const std::string shim = self_dir() + "/../share/dynres/shim", node_exec = shim + "/mj-node-exec";
+  const bool by_name = cfg.launcher != "srun" && ::access(node_exec.c_str(), X_OK) == 0;
   int out = -1, err = -1;
   try {
     if (round == 0) {
@@ -426,8 +439,12 @@ int run_step(const StepConfig& cfg, int go_fd) {
       if (ident.switch_user && ::chown(script.c_str(), ident.uid, ident.gid) != 0)
         throw std::runtime_error("cannot give the job script to its user: " + std::string(std::strerror(errno)));
     }
+    // Local virtual nodes share this machine: the node file names the
+    // nodes, and mpiexec (MPICH's Hydra) reaches them through mj-node-exec
+    // (its remote shell, below), so every rank carries its own node in
+    // MJ_NODE and dies with that node (vcluster-fail) [John24 §7.4.4].
     std::string hl;
-    for (auto& h : hosts) hl += h + "\n";
+    for (size_t k = 0; k < hosts.size(); ++k) hl += (by_name ? names[k] : hosts[k]) + "\n";
     write_file(nodefile, hl, 0644);
     // %N (sbatch: the first node of the job) is known only now
     auto with_node = [&](std::string p) {
@@ -548,7 +565,11 @@ int run_step(const StepConfig& cfg, int go_fd) {
       slurm_env.push_back({"SLURM_ARRAY_TASK_MIN", std::to_string(array_tasks.empty() ? 0 : array_tasks.front())});
       slurm_env.push_back({"SLURM_ARRAY_TASK_MAX", std::to_string(array_tasks.empty() ? 0 : array_tasks.back())});
     }
-    std::string shim = self_dir() + "/../share/dynres/shim";
+    if (by_name) {  // Hydra's rsh launcher is mj-node-exec; the ranks take its environment, not mpiexec's
+      ::setenv("HYDRA_LAUNCHER", "rsh", 1);
+      ::setenv("HYDRA_LAUNCHER_EXEC", node_exec.c_str(), 1);
+      ::setenv("HYDRA_ENV", "none", 1);
+    }
     if (::access((shim + "/srun").c_str(), X_OK) == 0) {
       const char* path = std::getenv("PATH");
       ::setenv("PATH", (shim + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
@@ -654,6 +675,18 @@ int run_step(const StepConfig& cfg, int go_fd) {
       if (!timed_out) cancelled = true;
       terminate(now_seconds());
     }
+    // mjsched: a node of the job failed and the job is to run again on the
+    // rest (a restart order, begun on its behalf): stop this run of the script
+    // (only while that order waits for its relaunch: a late signal must not
+    // stop the run started for it)
+    if (sig == SIGUSR1) {
+      bool pending = true;
+      try {
+        pending = resize::pending_relaunch(st, cfg.job_id).has_value();
+      } catch (const DbError&) {
+      }
+      if (pending) terminate(now_seconds());
+    }
   }
   ::kill(-child, SIGKILL);  // like Slurm: the step's leftover processes end with it
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
@@ -664,10 +697,28 @@ int run_step(const StepConfig& cfg, int go_fd) {
     auto fresh = st.job(cfg.job_id);
     if (fresh && fresh->cancel_requested) break;
     relaunch = resize::take_relaunch(st, cfg.job_id);
+    // A registered malleable job whose script failed may have lost a node:
+    // mjsched then orders a restart on the remaining nodes within a pass or
+    // two of the failure (mjsched(8) NODE FAILURES); wait that long for it.
+    if (!relaunch && status != 0 && registered(st, cfg.job_id))
+      for (double until = now_seconds() + kNodeFailureGrace; !relaunch && now_seconds() < until;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        auto j = st.job(cfg.job_id);
+        if (!j || j->state != kRunning || j->cancel_requested) break;
+        relaunch = resize::take_relaunch(st, cfg.job_id);
+      }
   } catch (const DbError&) {
     relaunch.reset();  // the state file is unusable: end the job as it ended
   }
   if (!relaunch) break;
+  {  // a SIGUSR1 still pending asked to stop the run that just ended, not the next one
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    timespec zero{0, 0};
+    while (::sigtimedwait(&usr1, nullptr, &zero) == SIGUSR1) {
+    }
+  }
   std::fprintf(stderr, "mjstepd: job %lld: relaunching the script for %s order %llu (%s)\n", (long long)cfg.job_id,
                resize::to_string(relaunch->order.kind), (unsigned long long)relaunch->order.id,
                relaunch->state.c_str());

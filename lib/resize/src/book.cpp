@@ -168,6 +168,10 @@ std::optional<Order> Book::rollback(int64_t job, double now) {
   return o;
 }
 
+void Book::clear_backoff(int64_t job) {
+  if (auto it = jobs_.find(job); it != jobs_.end()) it->second.backoff_until = -1;
+}
+
 void Book::adopt(int64_t job, const Order& o) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;

@@ -26,16 +26,17 @@ NodeReaction react_to_nodes(const Snapshot& snap) {
     const bool can_order = r.kind == JobKind::malleable && r.accepting;
     const int left = static_cast<int>(healthy.size());
     const int target = largest_admissible(r.constraint, std::max(1, r.min_nodes), left);
+    const bool can_restart = r.kind == JobKind::malleable && r.restartable && !lost.empty();
     // an order outstanding (the job may not accept another meanwhile): it settles first
-    if (r.kind == JobKind::malleable && r.adapting && keeps_first && target > 0) continue;
-    if (can_order && keeps_first && target > 0) {
+    if (r.kind == JobKind::malleable && r.adapting && keeps_first && target > 0 && !can_restart) continue;
+    if ((can_order || can_restart) && keeps_first && target > 0) {
       Resize s{r.id, away};
       // a node constraint may need a smaller size: give back the highest
       // healthy nodes, never the first
       for (int k = left - 1, extra = left - target; k >= 0 && extra > 0; --k)
         if (healthy[k] != first) s.nodes.push_back(healthy[k]), --extra;
       std::sort(s.nodes.begin(), s.nodes.end());
-      out.shrinks.push_back(std::move(s));
+      (can_restart ? out.restarts : out.shrinks).push_back(std::move(s));
       continue;
     }
     if (!lost.empty()) out.failures.push_back({r.id, lost});

@@ -1,6 +1,8 @@
 // mjsched's reaction to node states (node_watch.hpp): lost nodes set DOWN,
-// malleable jobs shrunk away from DOWN or DRAIN nodes, other jobs on DOWN
-// nodes ended as node failures (requeue or NODE_FAIL, as Slurm).
+// malleable jobs shrunk away from DOWN or DRAIN nodes (in place, or run
+// again on the remaining nodes from their last checkpoint when the failure
+// took their listener), other jobs on DOWN nodes ended as node failures
+// (requeue or NODE_FAIL, as Slurm).
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -73,6 +75,30 @@ void Daemon::react_to_nodes() {
       daemon_log("job " + std::to_string(s.job) + ": drain: shrink not ordered: " + why);
       shrink_why_[s.job] = why;
     }
+  }
+  for (auto& s : r.restarts) {
+    std::vector<std::string> names;
+    std::vector<int> gone;
+    for (int i : s.nodes) {
+      names.push_back(snap.nodes.at(i).name);
+      if (snap.nodes.at(i).lost) gone.push_back(i);
+    }
+    std::string why;
+    bool fresh = false;
+    auto id = resizer().restart_away(st, s.job, names, now, &fresh, &why);
+    if (!id) {
+      daemon_log("job " + std::to_string(s.job) + ": cannot restart away from a lost node: " + why);
+      fail(s.job, gone);
+      continue;
+    }
+    if (!fresh) continue;  // restarting already
+    daemon_log("job " + std::to_string(s.job) + ": lost node(s), its listener gone: runs again without " +
+               compress_hostlist(names) + " from its last checkpoint (restart order " + std::to_string(*id) + ")");
+    // the supervisor stops what is left of this run (MPI ranks on the other
+    // nodes may wait forever for the lost ones) and runs the script again
+    auto j = st.job(s.job);
+    if (j && launch::supervisor_alive(j->supervisor_pid.value_or(0), s.job))
+      ::kill(static_cast<pid_t>(*j->supervisor_pid), SIGUSR1);
   }
   for (auto& f : r.failures) fail(f.job, f.lost);
 }

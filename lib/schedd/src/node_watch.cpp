@@ -91,6 +91,14 @@ bool NodeWatch::on_readable(int fd, double now) {
       drop(fd, now, "agent sent something other than a heartbeat");
       return true;
     }
+    if (m->contains("outer")) {  // inside Slurm: the outer Slurm's state of this node says it is lost
+      const auto& o = (*m)["outer"];
+      std::string st = o.is_string() && o.get<std::string>().size() <= 32 ? o.get<std::string>() : "?";
+      for (char& ch : st)
+        if (ch < 0x20 || ch == 0x7f) ch = '?';
+      drop(fd, now, "the outer Slurm reports it " + st);
+      return true;
+    }
     last_[it->second.node] = now;
   }
   if (it->second.in.pending() > 1024) {

@@ -389,6 +389,9 @@ void ResizeServer::annotate(sched::Snapshot& snap, double now) const {
     r.accepting = r.kind == sched::JobKind::malleable && book_.can_order(r.id, now) && has_listener(r.id);
     auto o = book_.outstanding(r.id);
     r.adapting = o.has_value();
+    auto ph = book_.phase(r.id);
+    r.restartable = r.kind == sched::JobKind::malleable &&
+                    (ph == resize::Phase::accepting || ph == resize::Phase::adapting) && !has_listener(r.id);
     if (auto it = mtct_.find(r.id); it != mtct_.end()) r.mtct = it->second;
     if (auto it = last_resize_.find(r.id); it != last_resize_.end()) r.last_resize = it->second;
     if (o && o->kind == resize::Kind::expand)
@@ -397,6 +400,41 @@ void ResizeServer::annotate(sched::Snapshot& snap, double now) const {
           snap.nodes[it->second].job = r.id;  // reserved for the expanding job
     if (o) snap.adapting = true;
   }
+}
+
+std::optional<uint64_t> ResizeServer::restart_away(State& st, int64_t job, const std::vector<std::string>& nodes,
+                                                   double now, bool* fresh, std::string* why) {
+  *fresh = false;
+  if (auto o = book_.outstanding(job)) {
+    auto rec = resize::order(st, o->id);
+    if (rec && rec->restart && rec->state == "begun") return o->id;  // the job began it before it died
+    book_.rollback(job, now);
+    resize::record_rollback(st, o->id, "a node of the job failed; restarted on the remaining nodes", now);
+    log_("job " + std::to_string(job) + ": order " + std::to_string(o->id) + " rolled back (a node failed)");
+  }
+  book_.clear_backoff(job);
+  auto info = resize::job_info(st, job);
+  auto uid = owner_.find(job);
+  if (!info || uid == owner_.end()) {
+    if (why) *why = "job " + std::to_string(job) + " has no protocol record";
+    return std::nullopt;
+  }
+  int from = static_cast<int>(book_.nodes(job).size());
+  auto o = book_.order(job, resize::Kind::shrink, nodes, 0, now, why);
+  if (!o) return std::nullopt;
+  resize::record_order(st, *o, from, size_after(*o, from));
+  resize::Order begun;
+  if (auto r = book_.begin({uid->second, job, info->secret}, o->id, true, now, &begun); !r.ok) {
+    if (why) *why = r.error;
+    book_.rollback(job, now);
+    resize::record_rollback(st, o->id, r.error, now);
+    return std::nullopt;
+  }
+  resize::record_begin(st, begun, true, now);
+  log_("job " + std::to_string(job) + ": restart order " + std::to_string(o->id) + " " + std::to_string(from) + " -> " +
+       std::to_string(size_after(*o, from)) + " node(s), begun on the job's behalf");
+  *fresh = true;
+  return o->id;
 }
 
 std::optional<uint64_t> ResizeServer::send_order(State& st, int64_t job, resize::Kind kind,

@@ -112,6 +112,16 @@ class ResizeServer {
                                       std::string* why) {
     return send_order(st, job, resize::Kind::shrink, nodes, now, why);
   }
+  /// A registered job whose listener died with a node failure (its script
+  /// ends or is stopped by the caller): a shrink away from `nodes`, begun on
+  /// the job's behalf as a restart-based resize, so its supervisor runs the
+  /// script again on the remaining nodes, where the job restores its last
+  /// checkpoint and commits the order [John24 §7.4.4]. An order of the job
+  /// still outstanding and not begun as a restart is rolled back first; one
+  /// already begun as a restart is kept (*fresh = false: nothing new to do).
+  /// Returns the order id, or std::nullopt with the reason in *why.
+  std::optional<uint64_t> restart_away(State& st, int64_t job, const std::vector<std::string>& nodes, double now,
+                                       bool* fresh, std::string* why);
 
  private:
   struct Conn {

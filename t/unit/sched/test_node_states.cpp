@@ -107,19 +107,26 @@ TEST_CASE("node states: no policy starts or expands a job on a drained or down n
 }
 
 TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots") {
-  int shrunk = 0, failed = 0, evacuated = 0, waited = 0;
+  int shrunk = 0, failed = 0, evacuated = 0, waited = 0, restarted = 0;
   for (uint64_t seed = 1; seed <= 3000; ++seed) {
-    const Snapshot s = random_states(7000 + seed);
+    Snapshot s = random_states(7000 + seed);
+    // some malleable jobs that do not accept orders lost their listener
+    for (auto& r : s.running)
+      r.restartable = r.kind == JobKind::malleable && !r.accepting && (seed + static_cast<uint64_t>(r.id)) % 2 == 0;
     INFO("seed " << 7000 + seed);
     const NodeReaction a = react_to_nodes(s);
     const NodeReaction b = react_to_nodes(s);  // purity
     REQUIRE(a.shrinks.size() == b.shrinks.size());
     REQUIRE(a.failures.size() == b.failures.size());
+    REQUIRE(a.restarts.size() == b.restarts.size());
     std::map<int64_t, int> seen;
     for (auto& sh : a.shrinks) REQUIRE(++seen[sh.job] == 1);
+    for (auto& sh : a.restarts) REQUIRE(++seen[sh.job] == 1);
     for (auto& f : a.failures) REQUIRE(++seen[f.job] == 1);
     std::map<int64_t, const Resize*> shrink;
     for (auto& sh : a.shrinks) shrink[sh.job] = &sh;
+    std::map<int64_t, const Resize*> restart;
+    for (auto& sh : a.restarts) restart[sh.job] = &sh;
     std::map<int64_t, const NodeFailure*> fail;
     for (auto& f : a.failures) fail[f.job] = &f;
     for (auto& r : s.running) {
@@ -131,11 +138,19 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
         REQUIRE(!seen.count(r.id));  // healthy jobs are never touched
         continue;
       }
-      if (shrink.count(r.id)) {
-        const Resize& sh = *shrink[r.id];
+      if (shrink.count(r.id) || restart.count(r.id)) {
+        const bool re = restart.count(r.id) > 0;
+        const Resize& sh = re ? *restart[r.id] : *shrink[r.id];
         REQUIRE(r.kind == JobKind::malleable);
-        REQUIRE(r.accepting);
-        REQUIRE(!r.adapting);
+        if (re) {  // only a job whose listener is gone, only for a lost node
+          REQUIRE(r.restartable);
+          REQUIRE(!r.accepting);
+          REQUIRE(!lost.empty());
+          ++restarted;
+        } else {
+          REQUIRE(r.accepting);
+          REQUIRE(!r.adapting);
+        }
         std::set<int> away(sh.nodes.begin(), sh.nodes.end());
         REQUIRE(away.size() == sh.nodes.size());
         REQUIRE(std::is_sorted(sh.nodes.begin(), sh.nodes.end()));
@@ -146,13 +161,13 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
         const int to = static_cast<int>(r.nodes.size() - sh.nodes.size());
         REQUIRE(to >= std::max(1, r.min_nodes));
         REQUIRE(admissible(r.constraint, to));
-        ++(lost.empty() ? evacuated : shrunk);
+        if (!re) ++(lost.empty() ? evacuated : shrunk);
       } else if (fail.count(r.id)) {
         REQUIRE(!lost.empty());
         REQUIRE(std::set<int>(fail[r.id]->lost.begin(), fail[r.id]->lost.end()) == lost);
         // a failure only when no shrink was possible
         const int left = static_cast<int>(r.nodes.size() - lost.size() - drained.size());
-        const bool could = r.kind == JobKind::malleable && (r.accepting || r.adapting) && !lost.count(first) &&
+        const bool could = r.kind == JobKind::malleable && (r.accepting || r.adapting || r.restartable) && !lost.count(first) &&
                            !drained.count(first) &&
                            largest_admissible(r.constraint, std::max(1, r.min_nodes), left) > 0;
         REQUIRE(!could);
@@ -161,6 +176,7 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
         // left alone: only drained nodes it cannot evacuate, or an order outstanding
         if (!lost.empty()) {
           REQUIRE(r.adapting);
+          REQUIRE(!r.restartable);  // a restartable job never waits for an order it cannot commit
           ++waited;
         }
       }
@@ -170,6 +186,7 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
   CHECK(failed > 50);
   CHECK(evacuated > 50);
   CHECK(waited > 5);
+  CHECK(restarted > 20);
 }
 
 namespace {
@@ -203,6 +220,23 @@ TEST_CASE("react_to_nodes: hand-worked cases") {
     REQUIRE(r.failures.empty());
     REQUIRE(r.shrinks.size() == 1);
     CHECK(r.shrinks[0].nodes == std::vector<int>{1});
+  }
+  SECTION("registered job whose listener died with the node: restarted away from it") {
+    auto s = hand({NS::up, NS::up, NS::down, NS::up});
+    s.running.push_back(job(1, JobKind::malleable, {0, 1, 2, 3}, 1, s));
+    s.running[0].accepting = false;
+    s.running[0].restartable = true;
+    s.running[0].adapting = true;  // an order sent before the listener died does not hold it back
+    auto r = react_to_nodes(s);
+    REQUIRE(r.failures.empty());
+    REQUIRE(r.shrinks.empty());
+    REQUIRE(r.restarts.size() == 1);
+    CHECK(r.restarts[0].nodes == std::vector<int>{2});
+    s.running[0].restartable = false;  // never registered: a failure
+    s.running[0].adapting = false;
+    r = react_to_nodes(s);
+    REQUIRE(r.restarts.empty());
+    REQUIRE(r.failures.size() == 1);
   }
   SECTION("malleable job loses its first node: failure") {
     auto s = hand({NS::down, NS::up, NS::up});

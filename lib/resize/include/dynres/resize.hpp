@@ -125,6 +125,9 @@ class Book {
   /// e.g. the nodes it adds went down); the job gets a back-off. Returns the
   /// order, or std::nullopt when none was outstanding.
   std::optional<Order> rollback(int64_t job, double now);
+  /// End job's back-off now (a node failure's restart order may not wait
+  /// for the back-off of an order rolled back before). No-op for an unknown job.
+  void clear_backoff(int64_t job);
   /// Record `o` as carried out without the job's commit (a restart-based
   /// order the supervisor already relaunched on its new node list; see
   /// record_rollback in resize_store.hpp): the job's nodes change as a

@@ -26,6 +26,11 @@ struct NodeReaction {
   /// or drained ones, plus (only when the node constraint requires a smaller
   /// size) the job's highest healthy nodes other than its first.
   std::vector<Resize> shrinks;
+  /// Restarts away from lost nodes (nodes named as for shrinks): the job's
+  /// listener died with the failure, so its script is run again on the
+  /// remaining nodes and restores its last checkpoint there (a restart order
+  /// begun on its behalf) [John24 §7.4.4].
+  std::vector<Resize> restarts;
   std::vector<NodeFailure> failures;
 };
 
@@ -35,7 +40,9 @@ struct NodeReaction {
 ///   lost nodes: a malleable job that accepts orders, has none outstanding,
 ///     kept its first node and keeps an admissible size >= min_nodes is
 ///     shrunk away from them (in place, or by the job's own checkpoint-
-///     restart); a malleable job with an order outstanding (whether or not it
+///     restart); a restartable one (RunningJob::restartable) under the same
+///     conditions, whether or not an order is outstanding, is restarted on
+///     the remaining nodes; a malleable job with an order outstanding (whether or not it
 ///     accepts orders meanwhile) that would qualify otherwise is left for a
 ///     later pass (its order settles first, within the resize timeout); any other job
 ///     (rigid, moldable, unregistered, first node lost, at its minimum) is a

@@ -77,6 +77,11 @@ struct RunningJob {
   bool accepting = false;
   /// This job has an order outstanding [John24 Alg. 3 line 9].
   bool adapting = false;
+  /// Malleable jobs only: registered and never deregistered, but no process
+  /// listens for orders any more (the listener died, e.g. with a failed
+  /// node): the job can only be run again on its nodes by checkpoint-restart
+  /// [John24 §7.4.4] (react_to_nodes' restarts).
+  bool restartable = false;
   /// Predicted end at the current size, seconds on Snapshot::now's clock;
   /// < 0: unknown, start_time + time_limit is used instead. The simulator
   /// fills it from its runtime model (time limit scaled to the current size).

@@ -12,6 +12,19 @@ namespace dynres::schedd {
 /// cluster's state file is gone (vcluster-down), 1 when the scheduler
 /// refuses it (unknown node, not the cluster's owner), with the message on
 /// stderr.
-int run_node_agent(const std::string& home, const std::string& node);
+///
+/// outer_slurm (a cluster inside a Slurm allocation, where node is an
+/// outer node name): every outer_period seconds the agent also asks the
+/// outer Slurm for its node's state (`sinfo -h -N -n NODE -o %t`, at most
+/// 5 s); a state Slurm marks not responding (a trailing '*') or down, fail
+/// or failing is sent as {"op":"heartbeat","outer":STATE}, and mjsched
+/// takes the node as lost (its outer slurmd died, SlurmdTimeout).
+int run_node_agent(const std::string& home, const std::string& node, bool outer_slurm = false,
+                   double outer_period = 2.0);
+
+/// Whether an outer Slurm node state (sinfo %t: idle, alloc*, down, ...)
+/// says the node is lost: not responding ('*'), down, fail or failing
+/// (drain only stops new work, as in dynres).
+bool outer_state_lost(const std::string& state);
 
 }  // namespace dynres::schedd
