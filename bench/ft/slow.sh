@@ -1,6 +1,7 @@
 #!/bin/bash
 # slow.sh — what migration off a slow node [HoG14 §5.5] gains. heat
-# --malleable (iCheck, one MPI rank per node through mj-rank-node, libmjprof
+# --malleable (iCheck, one MPI rank per node, each with its own MJ_NODE through
+# mjstepd's node launcher mj-node-exec; libmjprof
 # reporting every 0.3 s) on 3 of the 4 compute nodes of a local cluster
 # (5 nodes, the last one iCheck's); --throttle-after seconds after heat
 # registered, the job's second node is put under a CPU quota of --percent %
@@ -78,7 +79,7 @@ for rep in $(seq "$REPS"); do
     [[ $mode == stay ]] && C=$TOP/off
     W=$C/work; mkdir -p "$W"
     printf '%s\n' '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
-      "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 mj-rank-node \\" \
+      "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
       "  $BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml $ARGS" >"$W/job.sh"
     id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh) || die "mjsub failed"
     for _ in $(seq 600); do [[ $(q "$C" "SELECT phase FROM mj_jobs WHERE job_id=$id") == accepting ]] && break; sleep 0.1; done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest-processors: 2
 # Migration off a slow node [HoG14 §5.5]: heat --malleable (iCheck, one MPI
-# rank per node through mj-rank-node, libmjprof reporting every 0.3 s) on 3
+# rank per node, each carrying its own MJ_NODE through mjstepd's node launcher
+# mj-node-exec, libmjprof reporting every 0.3 s) on 3
 # of the 4 compute nodes of a local cluster, scheduler.slow_nodes windows of
 # 2 s (the default), 3 windows, factor 1.5.
 #  1. unthrottled: the job completes with the fixed-size checksum, and no
@@ -45,7 +46,7 @@ ARGS=(--nx 800 --ny 600 --iters 500 -q)
 ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
 write_script "$W/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
-  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 mj-rank-node \\" \
+  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
   "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml ${ARGS[*]}"
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$1.out" | tail -1; }
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
