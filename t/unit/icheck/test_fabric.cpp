@@ -230,3 +230,17 @@ TEST_CASE("fabric: source registrations refuse remote writes; keys are random", 
     }
   }
 }
+
+TEST_CASE("wire: plaintext TCP (ICHECK_TCP_AUTH=none) is allowed only on loopback addresses", "[wire]") {
+  CHECK(is_loopback_host("127.0.0.1"));
+  CHECK(is_loopback_host("127.1.2.3"));
+  CHECK(is_loopback_host("::1"));
+  CHECK(is_loopback_host("[::1]"));
+  CHECK(!is_loopback_host("10.1.2.3"));
+  CHECK(!is_loopback_host("192.168.0.1"));
+  CHECK(!is_loopback_host("128.0.0.1"));
+  CHECK(!is_loopback_host("::"));
+  CHECK(!is_loopback_host("0.0.0.0"));
+  CHECK(!is_loopback_host("*"));  // every address
+  CHECK(!is_loopback_host(""));
+}

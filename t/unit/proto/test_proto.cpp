@@ -216,3 +216,58 @@ TEST_CASE("proto: request to a server that never answers times out", "[proto]") 
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
   ::close(lfd);
 }
+
+TEST_CASE("proto: a header cut short by silence is an error, not a quiet timeout", "[proto]") {
+  // two of the four length bytes, then nothing: the peer is out of step
+  Pair p;
+  write_raw(p.a, std::string("\0\0", 2));
+  REQUIRE_THROWS_WITH(recv_frame(p.b, 200), Contains("middle of a frame"));
+}
+
+TEST_CASE("proto: FrameReader assembles frames from pieces and bounds them", "[proto]") {
+  SECTION("a frame arriving in pieces is returned only when whole") {
+    Pair p;
+    FrameReader r(1000);
+    const std::string body = json{{"op", "submit"}, {"script", std::string(300, 'x')}}.dump();
+    write_raw(p.a, header(static_cast<uint32_t>(body.size())));
+    REQUIRE(r.fill(p.b));
+    CHECK(!r.next());
+    write_raw(p.a, body.substr(0, body.size() - 3));  // all but the last 3 bytes
+    while (r.pending() < 4 + body.size() - 3) REQUIRE(r.fill(p.b));
+    CHECK(!r.next());  // 3 bytes short: nothing yet, and nothing consumed
+    CHECK(r.pending() == 4 + body.size() - 3);
+    write_raw(p.a, body.substr(body.size() - 3));
+    while (r.pending() < 4 + body.size()) REQUIRE(r.fill(p.b));
+    auto m = r.next();
+    REQUIRE(m);
+    CHECK((*m)["op"] == "submit");
+    CHECK((*m)["script"].get<std::string>().size() == 300);
+    CHECK(r.pending() == 0);
+  }
+  SECTION("two frames in one read come out one by one") {
+    Pair p;
+    FrameReader r;
+    const std::string a = R"({"n":1})", b = R"({"n":2})";
+    write_raw(p.a, header(uint32_t(a.size())) + a + header(uint32_t(b.size())) + b);
+    while (r.pending() < 8 + a.size() + b.size()) REQUIRE(r.fill(p.b));
+    auto m1 = r.next(), m2 = r.next();
+    REQUIRE(m1);
+    REQUIRE(m2);
+    CHECK((*m1)["n"] == 1);
+    CHECK((*m2)["n"] == 2);
+    CHECK(!r.next());
+  }
+  SECTION("a length over this connection's limit is refused before its body arrives") {
+    Pair p;
+    FrameReader r(100);
+    write_raw(p.a, header(1000));
+    REQUIRE(r.fill(p.b));
+    REQUIRE_THROWS_WITH(r.next(), Contains("exceeds the limit of 100 bytes"));
+  }
+  SECTION("orderly close") {
+    Pair p;
+    FrameReader r;
+    p.close_a();
+    CHECK(!r.fill(p.b));
+  }
+}
