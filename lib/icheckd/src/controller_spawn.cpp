@@ -44,7 +44,7 @@ void Controller::record_pid(const std::string& name, pid_t pid) {
   if (fd >= 0) ::close(fd);
 }
 
-json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid, int count) {
+json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid, int count, const char* state) {
   std::set<std::string> excluded;  // nodes whose manager refused this start
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto ns = nodes();
@@ -85,10 +85,10 @@ json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid
         try {
           tx([&] {
             for (auto& a : r.at("agents"))
-              Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
+              Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?,?,?)")
                   .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
                   .bind(4, a.at("address").get<std::string>()).bind(5, a.value("host", ""))
-                  .bind(6, a.value("pid", int64_t(0))).bind(7, wall()).run();
+                  .bind(6, a.value("pid", int64_t(0))).bind(7, state).bind(8, wall()).run();
           });
         } catch (const Fenced&) {
           // superseded while the manager started them: nobody will count
