@@ -256,7 +256,7 @@ json Controller::handle(const json& m, long uid) {
     // Stop the agents only once the whole set's newest version is on the
     // second level; otherwise they keep it in memory (a rerun restarts
     // from them) rather than lose it.
-    if (!flush_set(app)) {
+    if (!newest_durable(app)) {
       std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
                    (long long)app);
       return {{"ok", true}, {"kept_agents", true}};
@@ -362,7 +362,7 @@ json Controller::reg(const json& m, long peer) {
     if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
       return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"readers", readers_of(id)},
               {"version", version}, {"params", params()}};
-    if (up && !flush_set(id)) {  // the set must not go before its newest version is durable
+    if (up && !newest_durable(id)) {  // the set must not go before its newest version is durable
       std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
                    (long long)id);
       return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
@@ -409,6 +409,7 @@ json Controller::probe(const json& m) {
   uint32_t uid = uint32_t(q.i64(1));
   CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
   bool needs = q.i64(6) != 0 || m.value("failed", false);
+  const bool moved = q.i64(6) == 2;
   AppShape shape{int(int_in(m, "nodes", q.i64(7), 1, kMaxAppNodes, "probe")),
                  int(int_in(m, "procs", q.i64(8), 1, kMaxAppProcs, "probe")), q.text(9) == "shmr"};
   const int old_res = int(q.text(9) == "shmr" ? q.i64(7) : q.i64(8));
@@ -417,6 +418,11 @@ json Controller::probe(const json& m) {
   json cur = agents_of(id, &up);
   if (!up) needs = true;
   const int new_res = shape.shmr ? shape.num_nodes : shape.num_procs;
+  if (up && moved) {  // a REMOVE_NODES moved agents of it (drain_node): the set is ready, reconnect
+    tx([&] { Stmt(*db_, "UPDATE icheck_apps SET needs_change = 0 WHERE id = ?").bind(1, id).run(); });
+    return {{"changed", true}, {"agents", cur}, {"readers", readers_of(id)}, {"num_agents", cur.size()},
+            {"params", params()}};
+  }
   if (up && !needs && old_res > 0 && new_res != old_res) {  // resized in place: the agents follow it (Alg. 7)
     tx([&] {
       Stmt(*db_, "UPDATE icheck_apps SET nodes = ?, procs = ? WHERE id = ?")
@@ -441,7 +447,7 @@ json Controller::probe(const json& m) {
   // The old agents go only once their newest version is on the second
   // level (all of them up: a flush failure keeps them, the change waits
   // for a later probe); with agents lost, what they held is gone anyway.
-  if (up && !flush_set(id)) {
+  if (up && !newest_durable(id)) {
     std::fprintf(stderr, "icheckd controller: application %lld: agent change postponed (newest version not durable)\n",
                  (long long)id);
     return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};

@@ -310,6 +310,11 @@ class Controller {
   /// durable (manifest written); failures are logged. The agents keep
   /// running either way.
   bool flush_set(int64_t app);
+  /// The newest version application `app` committed is on the second level:
+  /// flush_set() succeeded, or (it failed) the second level holds a valid
+  /// version at least as new as the one the controller recorded (the
+  /// library wrote it itself after an agent failed). Caller holds mu_.
+  bool newest_durable(int64_t app);
 
   bool stop_agents(int64_t app, bool flush);
 
