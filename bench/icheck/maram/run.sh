@@ -47,13 +47,17 @@ done
 for v in "$REPS" "$PER" "$TOTAL"; do
   case $v in ''|*[!0-9]*|0) echo "maram: --reps, --per-rank and --total need positive integers" >&2; exit 2 ;; esac
 done
-export PATH=$B/bin:$PATH
 W=$(mktemp -d "${TMPDIR:-/tmp}/maram.XXXXXX")
+# private copies: a rebuild during the run must not swap the binaries
+mkdir -p "$W/bin" "$W/lib"
+cp "$B/bin/synth" "$B/bin/icheckd" "$B/bin/icagent" "$W/bin/"
+cp -P "$B"/lib/libicheck.so* "$W/lib/" 2>/dev/null || true
+export PATH=$W/bin:$PATH LD_LIBRARY_PATH=$W/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OUT=${OUT:-$W/out}
 mkdir -p "$OUT"
 export DYNRES_HOME=$W
 unset ICHECK_TRANSFER ICHECK_STRATEGY ICHECK_PFS_DIR
-cleanup() { "$src/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1 || true; rm -rf "$W/pfs" "$W"/*.mpiio; }
+cleanup() { "$src/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1 || true; rm -rf "$W/pfs" "$W"/*.mpiio "$W/bin" "$W/lib"; }
 trap cleanup EXIT
 "$src/share/dynres/icheck-boot" --home "$W" --no-standby --heartbeat 1 n1 n2 >/dev/null
 export ICHECK_CONFIG=$W/icheck.yaml
@@ -90,10 +94,14 @@ for rep in $(seq "$REPS"); do
         o=$W/$app-$step.out
         mpiexec -n "$n" synth "${SYN[@]}" -s app_name="$app" -s cp_size="$(mib "$per")" >"$o" 2>&1 ||
           { echo "maram: $app on $n processes failed:" >&2; tail -5 "$o" >&2; exit 1; }
-        grep -q 'icheck_init mode=rdma' "$o" || { echo "maram: $app: not through agents" >&2; cat "$o" >&2; exit 1; }
+        # under load a registration may time out: the library commits
+        # directly until its next probe; only commits through agents count
+        grep -q 'icheck_init mode=rdma' "$o" ||
+          echo "maram: warning: $app on $n processes started in direct mode (its direct commits are left out)" >&2
         a=$(agents_of "$app")
         awk -v r="$rep" -v s="$size" -v w="$mode" -v st="$step" -v n="$n" -v b="$bytes" -v a="$a" '
-          /^synth: commit /{ for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, x, "="); c++; print r","s","w","st","n","c","x[2]","b","a } }' \
+          /^synth: commit /{ c++; if ($0 !~ /mode=rdma/) next
+            for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) { split($i, x, "="); print r","s","w","st","n","c","x[2]","b","a } }' \
           "$o" >>"$CSV"
       done
       # baselines of the same bytes: MPI-IO by the n processes, write+fsync by one

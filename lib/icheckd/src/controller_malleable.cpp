@@ -112,8 +112,10 @@ json Controller::app_info(const json& msg) {
   const int from = int(int_in(msg, "from", -1, 1, kMaxAppNodes, "app_info"));
   const int to = int(int_in(msg, "to", -1, 1, kMaxAppNodes, "app_info"));
   if (job < 0 || from < 0 || to < 0) throw std::runtime_error("invalid: app_info needs job, from and to");
-  Stmt q(*db_, "SELECT id, name, uid, nodes, procs, strategy, num_agents FROM icheck_apps WHERE job_id = ? AND "
-               "is_active = 1 ORDER BY updated DESC LIMIT 1");
+  // active or not: a job resized by restart leaves iCheck (finalize) before
+  // it registers again on its new nodes, and the APP_INFO may come between
+  Stmt q(*db_, "SELECT id, name, uid, nodes, procs, strategy, num_agents FROM icheck_apps WHERE job_id = ? "
+               "ORDER BY updated DESC LIMIT 1");
   q.bind(1, job);
   if (!q.step()) {
     std::fprintf(stderr, "icheckd controller: APP_INFO refused: no application of job %lld is registered\n",

@@ -31,9 +31,17 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (*stop) break;
     std::vector<LinkNode> nodes;
+    json apps = json::array();  // the applications by batch job: APP_INFO names them
     try {
       std::lock_guard<std::mutex> g(mu_);
       check_epoch();
+      // active, or between the exit and the relaunch of a restart-based resize (1 h at most)
+      Stmt pa(*db_, "SELECT job_id, num_agents, name FROM icheck_apps WHERE job_id > 0 AND (is_active = 1 OR updated > ?) "
+                    "ORDER BY updated DESC LIMIT 4096");
+      pa.bind(1, wall() - 3600);
+      while (pa.step())
+        apps.push_back({{"job", pa.i64(0)}, {"agents", std::max<int64_t>(0, pa.i64(1))},
+                        {"mode", agents_mode_of(cfg_, pa.text(2))}});
       Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node "
                    "AND a.state = 'up') FROM icheck_nodes n WHERE n.state != 'removed' ORDER BY n.node");
       while (q.step()) {
@@ -70,11 +78,33 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
                   {"nodes", st},
                   {"min_nodes", min_nodes},
                   {"max_nodes", max_nodes},
-                  {"fixed_nodes", std::min(fixed, max_nodes)}});
+                  {"fixed_nodes", std::min(fixed, max_nodes)},
+                  {"apps", apps}});
     if (!a || !a->contains("changes") || !(*a)["changes"].is_array()) continue;
 
     // reactive scaler (Alg. 9)
+    try {
     for (const auto& c : (*a)["changes"]) {
+      if (c.is_object() && c.value("kind", "") == "APP_INFO" && c.contains("change") && c["change"].is_number_integer()) {
+        bool good = false;
+        {
+          std::unique_lock<std::mutex> g(mu_);
+          tl_lock_ = &g;  // app_info's agent starts release it
+          struct Clear {
+            ~Clear() { tl_lock_ = nullptr; }
+          } clear;
+          try {
+            app_info(c);  // every field range-checked there; an unknown job is refused
+            good = true;
+          } catch (const Fenced&) {
+            throw;
+          } catch (const std::exception& e) {
+            say("APP_INFO change " + std::to_string(c["change"].get<int64_t>()) + " refused: " + e.what());
+          }
+        }
+        ask({{"op", "ic_response"}, {"change", c["change"]}, {"kind", "APP_INFO"}, {"ok", good}});
+        continue;
+      }
       if (!c.is_object() || !c.contains("change") || !c["change"].is_number_integer() || !c.contains("nodes") ||
           !c["nodes"].is_array() || c["nodes"].size() > 4096)
         continue;
@@ -150,6 +180,11 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       };
       answer(ok, true);
       answer(failed, false);
+    }
+    } catch (const Fenced&) {
+      break;  // a newer controller holds the state file: this one stops (fence())
+    } catch (const std::exception& e) {
+      say(std::string("resource change: ") + e.what());
     }
 
     // proactive scaler (Alg. 8)

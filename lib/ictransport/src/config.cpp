@@ -1,5 +1,6 @@
 #include "dynres/icheck/config.hpp"
 
+#include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -218,7 +219,10 @@ std::string manager_launch_command(const StaticConfig& cfg, const std::string& n
 
 const std::string& agents_mode_of(const StaticConfig& cfg, const std::string& app) {
   auto it = cfg.agents_modes.find(app);
-  return it != cfg.agents_modes.end() ? it->second : cfg.agents_mode;
+  if (it != cfg.agents_modes.end()) return it->second;
+  for (auto& [pattern, mode] : cfg.agents_modes)  // shell patterns: "heat-*" (heat-malleable.sh's heat-JOBID)
+    if (::fnmatch(pattern.c_str(), app.c_str(), 0) == 0) return mode;
+  return cfg.agents_mode;
 }
 
 std::string resolve_config_path(const char* explicit_path) {

@@ -92,12 +92,14 @@ struct StaticConfig {
   /// the new processes (MR) or nodes (SHMR) round-robin onto it; "ma-ma"
   /// keeps the N:M ratio, adding and removing agents with the job (N must
   /// then be a multiple of M at registration). `agents_mode` is the default,
-  /// `agents_modes` names the mode of single applications (by name).
+  /// `agents_modes` names the mode of applications by name or shell pattern.
   std::string agents_mode = "ma-ra";
   std::map<std::string, std::string> agents_modes;
 };
 
-/// The agent mode ("ma-ra" | "ma-ma") of application `app` under `cfg`.
+/// The agent mode ("ma-ra" | "ma-ma") of application `app` under `cfg`:
+/// its own entry, else the first entry whose key is a shell pattern
+/// (fnmatch) matching it ("heat-*"), else the default.
 const std::string& agents_mode_of(const StaticConfig& cfg, const std::string& app);
 
 /// Load the static file (and the dynamic file it names). Relative paths in the
