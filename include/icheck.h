@@ -241,6 +241,28 @@ int icheck_add_adapt_global(const char* label, void* ptr, icheck_type type, size
 /** Elements this rank owns of an icheck_add_adapt_global label. */
 int icheck_adapt_local_count(const char* label, size_t* count);
 
+/** icheck_redistribute [John24 §7.4.1.2, §7.4.2, Listing 7.2]: after an
+ *  adaptation (a restart on another process count, or a process set that
+ *  changed and called icheck_init on its new communicator), every process of
+ *  the new set calls it once per label and receives its part of the newest
+ *  committed version into ptr. Collective over the library's communicator;
+ *  every rank passes the same label. count: elements this rank owns in the
+ *  new layout (icheck_adapt_local_count) for icheck_add_adapt_global labels,
+ *  the added count otherwise; ptr may be NULL when count is 0. The first
+ *  call does what icheck_restart does (it need not be called); labels may
+ *  come in any order; VOLATILE labels recompute their value when called.
+ *  Data comes straight from the agents' memory by RMA (every agent at once,
+ *  each rank reads only the byte ranges its part overlaps); when no agent
+ *  holds the version (direct mode, agents lost) or an agent fails during
+ *  the reads, from the second level the old processes or their agents
+ *  wrote. Same distributions and attributes as icheck_restore.
+ *  Errors: ESTATE (before icheck_init), EINVAL (labels differ between
+ *  ranks, NULL label, bad args), ENOENT (unknown label, no checkpoint),
+ *  EMISMATCH (count or type differs from the checkpoint's), ECORRUPT
+ *  (checksum or metadata bad), EIO, EAGENT (agents and second level
+ *  both failed). The result is the same on every rank. */
+int icheck_redistribute(const char* label, void* ptr, size_t count);
+
 /** Process count that committed the version being restored (after
  *  icheck_restart/icheck_restart_all; 0 before). */
 int icheck_restart_size(void);

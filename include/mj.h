@@ -132,7 +132,7 @@ typedef struct {
 int mj_probe_adapt(int* pending, mj_role* role, mj_order* order);
 
 /* Block until an order is pending or timeout_s (seconds, < 0: forever)
- * passes; then as mj_probe_adapt. */
+ * passes; then as mj_probe_adapt. MJ_ERR_ARG for NaN or >= 1e7 s. */
 int mj_wait_adapt(double timeout_s, int* pending, mj_role* role, mj_order* order);
 
 #define MJ_ADAPT_RESTART 1 /* the job will checkpoint, exit and be run again on the new node list */
@@ -157,7 +157,10 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
 /* Seconds spent in MPI and computing by this process since its previous
  * report (both >= 0, finite, sum > 0). The scheduler keeps the MTCT ratio of
  * [John24 §4.1] (time in MPI / time computing) over the job's processes and
- * the performance-aware policy uses it. libmjprof reports it on its own. */
+ * the performance-aware policy uses it. libmjprof reports it on its own.
+ * The report names the node this process runs on (MJ_NODE): per node, the
+ * scheduler compares the ranks' compute shares to find slow nodes
+ * (mjsched(8) SLOW NODES, [HoG14 §5.5.1]). */
 int mj_report_perf(double mpi_s, double compute_s);
 /* Fraction of the job's work done, in [0, 1]; shown by mjstat -j. */
 int mj_report_progress(double fraction);

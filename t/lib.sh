@@ -240,6 +240,14 @@ sched_pid() {
   return 0
 }
 
+# sched_queued DIR N — at least N connections wait in the accept queue of
+# DIR/mjsched.sock (ss from iproute2): clients queued while mjsched is stopped.
+sched_queued() {
+  local q
+  q=$(ss -xlnH 2>/dev/null | awk -v p="$1/mjsched.sock" '$5 == p {print $3}')
+  [[ -n $q && $q -ge $2 ]]
+}
+
 # sq DIR SQL — query the state file (waits for locks up to 10 s).
 sq() { sqlite3 -batch -cmd '.timeout 10000' "$1/state.db" "$2"; }
 

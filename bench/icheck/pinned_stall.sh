@@ -8,7 +8,16 @@
 # Measured on this 2-core machine (session 5): with sched_yield in the
 # busy-poll loops of lib/ictransport/src/fabric.cpp, 4 of 4 runs stalled and 3
 # failed (the run was cut at 420 s); with the ~50 us sleep that replaced it,
-# 3 of 8 stalled and failed. The stall is not fixed; see the closing note.
+# 3 of 8 stalled and failed. 2026-11-27, after reads stopped waiting for the
+# target's progress (no FI_DELIVERY_COMPLETE on reads, fabric.cpp) and with
+# load average 30-35 from other work: 20 runs, 0 failed (no step reached its
+# 60 s bound), but 12 had a "first" step of 8.1-11.9 s (6.2-7.5 s in the
+# others). That time is before icheck_init returns, not in a transfer: in a
+# timed run the four commits took 0.2-0.3 s each after STATUS came at 9.9 s;
+# libfabric's start-up (its providers' initialisation and libinfinipath's
+# clock calibration, 125 us sleeps) takes 3.8-4.7 s for `fi_info -l` pinned
+# beside 3 busy loops (0.13-0.19 s for /bin/true; FI_PROVIDER does not
+# shorten it), paid by each of the 2 ranks and 2 agents on the one core.
 set -u
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${DYNRES_BUILD:-$SRC/build}/bin

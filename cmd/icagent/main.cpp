@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
                "free superseded versions at once instead of reusing their buffers (less memory, slower commits)");
   cli.add_option("--max-bytes", o.max_bytes,
                  "largest checkpoint piece (bytes) one commit may place on this agent; 0 = node memory only");
+  cli.add_option("--node-budget-file", o.node_budget_file,
+                 "file holding the node's checkpoint memory left (bytes), written by the manager");
   cli.add_option("--ready-file", o.ready_file, "write the bound address here when ready");
   CLI11_PARSE(cli, argc, argv);
   std::signal(SIGTERM, [](int) { g_stop = true; });

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "dynres/config.hpp"
@@ -15,6 +16,7 @@
 #include "dynres/proto.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/schedd.hpp"
+#include "dynres/slow_events.hpp"
 #include "dynres/views.hpp"
 
 int main(int argc, char** argv) {
@@ -60,7 +62,8 @@ int main(int argc, char** argv) {
     if (nodes_view) {
       for (;;) {
         auto nodes = st.nodes();
-        std::cout << (json ? dynres::nodes_to_json(nodes).dump(2) + "\n" : dynres::render_nodes(nodes, !noheader));
+        auto ic = dynres::icheck_nodes_view(st);  // nodes the checkpoint service holds
+        std::cout << (json ? dynres::nodes_to_json(nodes, ic).dump(2) + "\n" : dynres::render_nodes(nodes, !noheader, ic));
         if (iterate <= 0) return 0;
         std::cout << "\n" << std::flush;
         std::this_thread::sleep_for(std::chrono::duration<double>(iterate));
@@ -168,7 +171,18 @@ int main(int argc, char** argv) {
           if (start) o["expected_start_time"] = j.start_time ? nlohmann::json(*j.start_time) : nlohmann::json(nullptr);
           arr.push_back(o);
         }
-        std::cout << nlohmann::json{{"jobs", arr}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        nlohmann::json o{{"jobs", arr}};
+        if (history) {
+          // slow nodes found and jobs migrated off them (mjsched(8) SLOW NODES)
+          std::set<int64_t> shown;
+          for (auto& j : jobs) shown.insert(j.id);
+          o["migrations"] = dynres::migration_events_json(dynres::migration_events(st, shown));
+          // the checkpoint service's requests, grants and reclaims
+          o["icheck_events"] = nlohmann::json::array();
+          for (auto& e : dynres::icheck_events(st))
+            o["icheck_events"].push_back({{"time", e.time}, {"kind", e.kind}, {"detail", e.detail}});
+        }
+        std::cout << o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       } else {
         if (iterate > 0) {
           time_t t = static_cast<time_t>(now);
@@ -177,6 +191,15 @@ int main(int argc, char** argv) {
           std::cout << b << "\n";
         }
         std::cout << dynres::render_table(jobs, format, now, !noheader);
+        if (history) {
+          std::set<int64_t> shown;
+          for (auto& j : jobs) shown.insert(j.id);
+          std::cout << dynres::render_migration_events(dynres::migration_events(st, shown));
+        }
+        if (history && !noheader) {  // after the jobs: iCheck's requests, grants and reclaims
+          auto ev = dynres::icheck_events(st);
+          if (!ev.empty()) std::cout << "\n" << dynres::render_icheck_events(ev);
+        }
       }
       if (iterate <= 0) return 0;
       std::cout << std::flush;

@@ -12,30 +12,40 @@
 #include "dynres/paths.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Submit a job script to the dynres scheduler. Directives come from #SBATCH and #MJ lines "
-               "of the script and from these options (options win). Every option of sbatch(1) is known: "
-               "see mjsub(1) for what dynres does with each.",
-               "mjsub"};
   dynres::SubmitRequest req;
   std::string home;
   bool json = false;
   // The job options (the table of lib/jobspec, getopt_long rules: unique
   // prefixes, -Xvalue, bundled flags) are parsed by dynres::parse_job_args,
   // the same table the #SBATCH directives use; CLI11 parses mjsub's own
-  // options and lists the table in --help.
-  app.set_help_flag();  // -h/--help are in the table
-  for (auto& o : dynres::job_options()) {
-    std::string names;
-    for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
-    const char* group = o.how == dynres::Treatment::warned    ? "sbatch options without effect here (warning)"
-                        : o.how == dynres::Treatment::refused ? "sbatch options refused on this cluster"
-                                                              : "Job options";
-    auto* opt = o.takes_value ? app.add_option(names, o.help) : app.add_flag(names, o.help);
-    opt->group(group);
-  }
-  app.add_flag("--json", json, "print the created job as JSON");
-  app.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
-  app.add_option("script", req.script_path, "job script (default or '-': standard input); arguments after it go to the script");
+  // options, and lists the table in --help only: adding its 200 options to
+  // CLI11 costs more than the rest of a submission.
+  auto describe = [&](CLI::App& a, bool table) {
+    a.set_help_flag();  // -h/--help are in the table
+    static const std::vector<dynres::OptionDef> none;
+    for (auto& o : table ? dynres::job_options() : none) {
+      std::string names;
+      for (auto& n : o.names) names += (names.empty() ? "" : ",") + n;
+      const char* group = o.how == dynres::Treatment::warned    ? "sbatch options without effect here (warning)"
+                          : o.how == dynres::Treatment::refused ? "sbatch options refused on this cluster"
+                                                                : "Job options";
+      auto* opt = o.takes_value ? a.add_option(names, o.help) : a.add_flag(names, o.help);
+      opt->group(group);
+    }
+    a.add_flag("--json", json, "print the created job as JSON");
+    a.add_option("--home", home, "cluster directory (default: $DYNRES_HOME)");
+    a.add_option("script", req.script_path, "job script (default or '-': standard input); arguments after it go to the script");
+  };
+  const char* about = "Submit a job script to the dynres scheduler. Directives come from #SBATCH and #MJ lines "
+                      "of the script and from these options (options win). Every option of sbatch(1) is known: "
+                      "see mjsub(1) for what dynres does with each.";
+  CLI::App app{about, "mjsub"};
+  describe(app, false);
+  auto help = [&] {
+    CLI::App full{about, "mjsub"};
+    describe(full, true);
+    return full.help();
+  };
   // Everything after the script name is the script's (sbatch): find it,
   // skipping options and their values.
   int script_at = dynres::script_position(argc, argv, {"--home"});
@@ -53,7 +63,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> job_opts;
   for (auto& [name, value] : req.options) {
     if (name == "--help" || name == "--usage") {
-      std::cout << app.help();
+      std::cout << help();
       return 0;
     }
     if (name == "--version") {

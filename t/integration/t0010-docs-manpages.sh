@@ -20,7 +20,7 @@ done
 
 # The pages this test owns, and which page documents which tool.
 PAGES=(mjsub.1 mjstat.1 mjcancel.1 mjcontrol.1 mjsched.8 mjstepd.8 mjworkload.1 mjsim.1 pcorridor.1
-       vcluster-boot.1 vcluster-down.1 vcluster-fail.1 mjnoded.8 esp.1 dynres.yaml.5 dynres.7 mj.3 icredist.1)
+       vcluster-boot.1 vcluster-down.1 vcluster-fail.1 vcluster-throttle.1 mjnoded.8 esp.1 dynres.yaml.5 dynres.7 mj.3 icredist.1)
 declare -A PAGE_OF=([mjsub]=mjsub.1 [mjstat]=mjstat.1 [mjcancel]=mjcancel.1 [mjcontrol]=mjcontrol.1 [mjsched]=mjsched.8
                     [pcorridor]=pcorridor.1 [mjnoded]=mjnoded.8 [icredist]=icredist.1
                     [mjstepd]=mjstepd.8 [mjworkload]=mjworkload.1 [mjsim]=mjsim.1)
@@ -74,8 +74,8 @@ done
 
 # ------------------------------------------------------------ the scripts
 declare -A SCRIPT_PAGES=([vcluster-boot]="vcluster-boot.1" [vcluster-down]="vcluster-boot.1 vcluster-down.1"
-                         [vcluster-fail]="vcluster-fail.1" [esp]="esp.1" [esp-run]="esp.1")
-for s in vcluster-boot vcluster-down vcluster-fail esp esp-run; do
+                         [vcluster-fail]="vcluster-fail.1" [vcluster-throttle]="vcluster-throttle.1" [esp]="esp.1" [esp-run]="esp.1")
+for s in vcluster-boot vcluster-down vcluster-fail vcluster-throttle esp esp-run; do
   help_of "$s" bash "$SRC/share/dynres/$s" --help
   for page in ${SCRIPT_PAGES[$s]}; do
     if [[ -f $MAN/$page ]]; then check_options "$s" "$HELP" "$page"; else t_fail "$s: no man page man/$page"; fi

@@ -92,6 +92,7 @@ env -u MJ_JOB_ID -u MJ_SECRET mjtest hello
 mjtest commit-bogus
 mjtest perf 1 3
 mjtest perf -1 3
+mjtest badargs
 mjtest register-twice' -N 1 --min-nodes 1 --max-nodes 1)
 wait_state 20 "$C" "$B" COMPLETED FAILED
 BO=$(out_of "$B")
@@ -104,6 +105,14 @@ assert_match 'error init -1 ' "$BO" "outside a job: MJ_ERR_ENV"
 assert_match 'commit-bogus -4 order 999999 is not outstanding' "$BO" "an acknowledgement for an order never sent is refused"
 assert_match 're-register -5 ' "$BO" "re-registration after deregistration is refused (MJ_ERR_STATE)"
 assert_match 'error perf -8 ' "$BO" "a negative time in a performance report is refused (MJ_ERR_ARG)"
+# libmj refuses bad arguments itself, with MJ_ERR_ARG (-8), before asking
+# the scheduler; an order that is not pending is MJ_ERR_STATE (-5)
+for c in probe-null wait-huge-timeout wait-nan-timeout begin-null begin-id-0 begin-unknown-flag commit-id-0 \
+  commit-negative-released commit-released-null-list commit-released-null-name progress-above-1 \
+  progress-negative perf-zero-sum perf-infinite launch-no-node launch-no-argv; do
+  assert_match "^badargs $c -8\$" "$(grep "^badargs $c " <<<"$BO")" "libmj: $c is refused as a bad argument"
+done
+assert_match "^badargs begin-not-pending -5\$" "$(grep '^badargs begin-not-pending ' <<<"$BO")" "libmj: adapt-begin of an order never sent is out of order"
 assert_contains "$(mjstat -j "$B")" "MTCT=0.333" "the reported MTCT (1 s MPI / 3 s compute) reaches the state file"
 assert_contains "$(cat "$C/mjsched.log")" "refused a job connection: wrong secret" "refusals are logged"
 [[ -n $(sched_pid "$C") ]] && t_pass "mjsched survived the bad input" || t_fail "mjsched died on bad input"

@@ -117,6 +117,26 @@ void load_power(const YAML::Node& m, sched::PolicyConfig& pc, const std::string&
     throw ConfigError(path + ": " + w + ".pass_steps must be between 100 and 1000000000 lp_solve steps");
 }
 
+/// scheduler.slow_nodes: migration off slow nodes (dynres.yaml(5), [HoG14 §5.5.1]).
+void load_slow_nodes(const YAML::Node& m, sched::SlowNodeConfig& sc, const std::string& path) {
+  const std::string w = "scheduler.slow_nodes";
+  check_keys(m, w, {"enabled", "factor", "windows", "window", "cooldown", "restart_cost"}, path);
+  sc.enabled = get<bool>(m, "enabled", sc.enabled, w, path);
+  sc.factor = get<double>(m, "factor", sc.factor, w, path);
+  if (!(sc.factor > 1 && sc.factor <= 100)) throw ConfigError(path + ": " + w + ".factor must be in (1, 100]");
+  sc.windows = get<int>(m, "windows", sc.windows, w, path);
+  if (sc.windows < 1 || sc.windows > 100) throw ConfigError(path + ": " + w + ".windows must be between 1 and 100");
+  sc.window = get<double>(m, "window", sc.window, w, path);
+  if (!(sc.window >= 0.1 && sc.window <= 3600))
+    throw ConfigError(path + ": " + w + ".window must be between 0.1 and 3600 seconds");
+  sc.cooldown = get<double>(m, "cooldown", sc.cooldown, w, path);
+  if (!(sc.cooldown >= 0 && sc.cooldown <= 86400))
+    throw ConfigError(path + ": " + w + ".cooldown must be between 0 and 86400 seconds");
+  sc.restart_cost = get<double>(m, "restart_cost", sc.restart_cost, w, path);
+  if (!(sc.restart_cost >= 0 && sc.restart_cost <= 86400))
+    throw ConfigError(path + ": " + w + ".restart_cost must be between 0 and 86400 seconds");
+}
+
 }  // namespace
 
 Config load_config(const std::string& path) {
@@ -133,8 +153,8 @@ Config load_config(const std::string& path) {
   if (!root.IsMap()) throw ConfigError(path + ": top level must be a mapping");
   check_keys(root, "", {"scheduler", "launcher", "power", "icheck", "nodes"}, path);
   auto s = root["scheduler"];
-  check_keys(s, "scheduler", {"policy", "tick", "default_time_limit", "kill_wait", "malleable", "resize", "power",
-                                  "icheck"},
+  check_keys(s, "scheduler", {"policy", "tick", "min_interval", "default_time_limit", "kill_wait", "malleable", "resize", "power",
+                                  "icheck", "slow_nodes"},
              path);
   auto pol = get<std::string>(s, "policy", sched::to_string(c.policy.policy), "scheduler", path);
   auto p = sched::parse_policy(pol);
@@ -146,6 +166,9 @@ Config load_config(const std::string& path) {
   load_icheck(s ? s["icheck"] : YAML::Node(), c, path);
   c.tick = get<double>(s, "tick", c.tick, "scheduler", path);
   if (!(c.tick > 0 && c.tick <= 3600)) throw ConfigError(path + ": scheduler.tick must be in (0, 3600] seconds");
+  c.min_interval = get<double>(s, "min_interval", c.min_interval, "scheduler", path);
+  if (!(c.min_interval >= 0 && c.min_interval <= 60))
+    throw ConfigError(path + ": scheduler.min_interval must be in [0, 60] seconds");
   c.policy.default_time_limit = get<double>(s, "default_time_limit", c.policy.default_time_limit, "scheduler", path);
   if (!(c.policy.default_time_limit > 0 && c.policy.default_time_limit <= 1e9))
     throw ConfigError(path + ": scheduler.default_time_limit must be in (0, 1e9] seconds");
@@ -164,6 +187,7 @@ Config load_config(const std::string& path) {
     throw ConfigError(path + ": scheduler.resize.backoff must be in [0, 86400] seconds");
   if (!(c.resize_restart_timeout > 0 && c.resize_restart_timeout <= 86400))
     throw ConfigError(path + ": scheduler.resize.restart_timeout must be in (0, 86400] seconds");
+  load_slow_nodes(s ? s["slow_nodes"] : YAML::Node(), c.slow_nodes, path);
   auto nd = root["nodes"];  // node liveness (mjnoded(8) heartbeats), as Slurm's SlurmdTimeout
   check_keys(nd, "nodes", {"timeout", "heartbeat"}, path);
   c.node_timeout = get<double>(nd, "timeout", c.node_timeout, "nodes", path);

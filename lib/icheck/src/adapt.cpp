@@ -20,8 +20,10 @@
 // dist::plan(old, new, rank) and reads only the byte ranges of the old parts
 // it needs (ckstore::Store::read_range verifies their chunk checksums).
 #include "adapt.hpp"
+#include "adapt_old.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -29,6 +31,7 @@
 
 #include "comm.hpp"
 #include "dynres/icheck/meta.hpp"
+#include "dynres/icheck/redist.hpp"
 #include "dynres/icheck/types.hpp"
 #include "dynres/ckstore.hpp"
 
@@ -52,51 +55,6 @@ const char* dist_name(dist::Kind k) {
 }
 }  // namespace
 
-/// The N-process version a redistributing restore reads: from the agents'
-/// memory (agents != null: per old rank the holding agent and its regions)
-/// or from the second level (st, m).
-struct Adapt::Old {
-  std::unique_ptr<ckstore::Store> st;
-  ckstore::Manifest m;
-  json agents;             ///< from the agents: [{agent, total, regions}] per old rank, else null
-  int64_t v = 0;
-  std::vector<json> meta;  ///< per old rank: its metadata
-  struct Reg {
-    int type = 0;
-    uint64_t count = 0, offset = 0, bytes = 0;
-    const ckstore::Region* pfs = nullptr;
-  };
-  /// Region `label` of old rank `rank`, or nullopt.
-  std::optional<Reg> find(int rank, const std::string& label) const {
-    if (!agents.is_null()) {
-      if (rank < 0 || size_t(rank) >= agents.size()) return std::nullopt;
-      for (auto& x : agents[size_t(rank)]["regions"])
-        if (x.value("label", "") == label) {
-          Reg r;
-          r.type = x.value("type", 0), r.count = x.value("count", uint64_t(0)), r.offset = x.value("offset", uint64_t(0));
-          r.bytes = r.count * icheck_elem_size(r.type);
-          return r;
-        }
-      return std::nullopt;
-    }
-    const ckstore::Region* reg = m.find(rank, label);
-    if (!reg) return std::nullopt;
-    Reg r;
-    r.type = int(reg->info.type), r.count = reg->info.count, r.bytes = reg->bytes(), r.pfs = reg;
-    return r;
-  }
-  /// Bytes [off, off+n) of region `r` of old rank `rank` into dst; throws.
-  void read(Client& c, int rank, const Reg& r, uint64_t off, void* dst, uint64_t n) const {
-    if (off > r.bytes || n > r.bytes - off) throw std::runtime_error("read outside a stored region");
-    if (!agents.is_null()) {
-      if (!c.read_agent(agents[size_t(rank)]["agent"].get<int>(), rank, v, r.offset + off, dst, n))
-        throw std::runtime_error(c.last_error());
-      return;
-    }
-    st->read_range(m, *r.pfs, off, dst, size_t(n));
-  }
-};
-
 bool Adapt::special() const {
   for (auto& e : entries_)
     if (e.role != Role::Plain) return true;
@@ -112,6 +70,7 @@ void Adapt::clear() {
   old_n_ = 0;
   version_ = 0;
   old_.reset();
+  verify_pending_ = false;
 }
 
 int Adapt::check_new(const char* label, int type, size_t* es) const {
@@ -300,13 +259,13 @@ icheck_adapt_info Adapt::info() const {
   return {old_n_, comm.size(), comm.rank(), version_};
 }
 
-int Adapt::restart() {
+int Adapt::restart(bool in_place, bool defer_verify) {
   RestartView v = c_.restart_view();
   if (!v.inited) return ICHECK_ESTATE;
   Comm& comm = *v.comm;
-  mode_ = Mode::None, old_.reset(), old_n_ = 0;
+  mode_ = Mode::None, old_.reset(), old_n_ = 0, verify_pending_ = false;
   if (!special()) {
-    int rc = c_.restart();
+    int rc = in_place ? c_.restart_all() : c_.restart();
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }
@@ -324,7 +283,7 @@ int Adapt::restart() {
   }
   n = std::stoll(comm.bcast(std::to_string(n)));
   if (n == 0 || n == comm.size()) {
-    int rc = c_.restart();
+    int rc = in_place ? c_.restart_all() : c_.restart();
     if (rc == ICHECK_OK) mode_ = Mode::Same, old_n_ = comm.size(), version_ = c_.restart_view().restart_v;
     return rc;
   }
@@ -333,7 +292,7 @@ int Adapt::restart() {
   // for the second level. When a piece is gone (an agent died), the second
   // level below.
   if (comm.bcast(v.restart_src) == "agents") {
-    json a = json::parse(c_.agent_pieces(v.restart_v, int(n), kMetaLabel, kMaxMetaBytes), nullptr, false);
+    json a = json::parse(c_.agent_pieces(v.restart_v, int(n), kMetaLabel, kMaxMetaBytes, defer_verify), nullptr, false);
     if (a.is_object() && a.value("ok", false)) {
       auto old = std::make_shared<Old>();
       old->agents = a["slots"];
@@ -350,6 +309,7 @@ int Adapt::restart() {
         old_n_ = int(n);
         version_ = v.restart_v;
         mode_ = Mode::Redist;
+        verify_pending_ = defer_verify;
         return ICHECK_OK;
       }
       if (comm.rank() == 0) std::fprintf(stderr, "icheck: WARNING: redistribution metadata from the agents is malformed; using the second level\n");
@@ -358,7 +318,14 @@ int Adapt::restart() {
                    a.is_object() ? a.value("err", std::string("?")).c_str() : "?");
     }
   }
-  // M != N: the second level. Agents holding the version write it first.
+  if (defer_verify) c_.verify_wait();  // drained: the second level below
+  return open_pfs();
+}
+
+int Adapt::open_pfs() {
+  RestartView v = c_.restart_view();
+  Comm& comm = *v.comm;
+  // The second level. Agents holding the version write it first.
   if (comm.bcast(v.restart_src) == "agents" && !c_.flush_agents() && comm.rank() == 0)
     std::fprintf(stderr, "icheck: WARNING: %s\n", c_.last_error());
   json hdr = {{"ok", false}, {"rc", ICHECK_ENOENT}};
@@ -484,6 +451,10 @@ int Adapt::restore_entry(Entry& e, void* ptr, size_t count) {
       default: return ICHECK_EIO;
     }
   }
+  catch (const AgentReadError& x) {
+    c_.set_error(x.what());
+    return ICHECK_EAGENT;
+  }
   catch (const std::exception& x) {
     c_.set_error(x.what());
     return ICHECK_EIO;
@@ -567,32 +538,15 @@ int Adapt::restore_redist(Entry& e, void* ptr) {
   dist::Layout from;
   std::string why = meta::old_layout(olds, from);
   if (!why.empty()) return fail(ICHECK_ECORRUPT, why);
-  const auto moves = dist::plan(from, e.layout, r);
-  std::map<int, std::pair<uint64_t, uint64_t>> span;  // old rank -> [lo, hi) of its local elements needed
-  for (auto& mv : moves) {
-    auto [it, fresh] = span.try_emplace(mv.src_rank, mv.src_off, mv.src_off + mv.len);
-    if (!fresh) it->second.first = std::min(it->second.first, mv.src_off), it->second.second = std::max(it->second.second, mv.src_off + mv.len);
-  }
-  std::vector<char> buf;
-  char* dst = static_cast<char*>(ptr);
-  for (auto& [src, lohi] : span) {
-    auto reg = region(src, counts[size_t(src)]);
-    if (!reg) return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(src) + " missing or of another size");
-    const uint64_t lo = lohi.first, n = lohi.second - lohi.first;
-    // one contiguous move (BLOCK): straight into the object, no bounce
-    const dist::Move* only = nullptr;
-    size_t nmoves = 0;
-    for (auto& mv : moves)
-      if (mv.src_rank == src) only = &mv, nmoves++;
-    if (nmoves == 1 && only->src_off == lo && only->len == n) {
-      o.read(c_, src, *reg, lo * e.es, dst + only->dst_off * e.es, n * e.es);
-      continue;
-    }
-    buf.resize(n * e.es);
-    o.read(c_, src, *reg, lo * e.es, buf.data(), buf.size());
-    for (auto& mv : moves)
-      if (mv.src_rank == src) std::memcpy(dst + mv.dst_off * e.es, buf.data() + (mv.src_off - lo) * e.es, mv.len * e.es);
-  }
+  for (int i = 0; i < N; ++i)
+    if (counts[size_t(i)] && !region(i, counts[size_t(i)]))
+      return fail(ICHECK_ECORRUPT, "part of old rank " + std::to_string(i) + " missing or of another size");
+  redist::Reader rd = old_reader(e.label);
+  const auto st = redist::fill(from, e.layout, r, e.es, rd, static_cast<char*>(ptr));
+  if (std::getenv("ICHECK_TIMING") && r == 0)
+    std::fprintf(stderr, "icheck: fill of '%s' (rank 0): path %d, %llu reads in %llu batches, %llu bytes, %.4f s reading\n",
+                 e.label.c_str(), st.path, (unsigned long long)st.reads, (unsigned long long)st.batches,
+                 (unsigned long long)st.bytes_read, st.read_s);
   return ICHECK_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include "dynres/icheck/client.hpp"
 #include "dynres/icheck/dist.hpp"
+#include "dynres/icheck/redist.hpp"
 #include "icheck.h"
 
 struct icheck_pmap {
@@ -28,9 +29,15 @@ class Adapt {
   int add_global(const char* label, void* ptr, int type, size_t global, int dist, va_list ap);
   int local_count(const char* label, size_t* count) const;
   int before_commit();
-  int restart();
+  /// in_place: with M == N restore every stored region where it was added
+  /// (one RMA per rank, Client::restart_all) instead of into a library copy.
+  /// defer_verify: the agents' checksum check of the version runs while
+  /// the first icheck_redistribute reads (Client::verify_wait after it).
+  int restart(bool in_place = false, bool defer_verify = false);
   int restore(const char* label, void* ptr, size_t count);
   int restart_all();
+  /// icheck_redistribute (redistribute.cpp, [John24 §7.4.2]).
+  int redistribute(const char* label, void* ptr, size_t count);
   int restart_size() const { return old_n_; }
   void clear();
 
@@ -60,6 +67,11 @@ class Adapt {
   int restore_same(Entry& e, void* ptr);
   int restore_redist(Entry& e, void* ptr);
   int set_value(Entry& e, void* ptr, double v);
+  /// Collective: read the version from the second level (agents flush it first).
+  int open_pfs();
+  /// Reads of object `label` of the old ranks: the agents by RMA in
+  /// parallel (throws AgentReadError) or the second level (redistribute.cpp).
+  redist::Reader old_reader(const std::string& label);
   icheck_adapt_info info() const;
   std::string meta_json() const;
 
@@ -68,6 +80,7 @@ class Adapt {
   std::map<std::string, size_t> by_label_;
   std::string meta_;  ///< registered metadata (stable buffer)
   bool committed_ = false;
+  bool verify_pending_ = false;  ///< restart(.., true) read from agents whose check is still running
   enum class Mode { None, Same, Redist } mode_ = Mode::None;
   int old_n_ = 0;
   int64_t version_ = 0;

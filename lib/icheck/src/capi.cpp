@@ -135,6 +135,9 @@ int icheck_restore(const char* label, void* ptr, size_t count) {
   return guard([&] { return adapt().restore(label, ptr, count); });
 }
 int icheck_restart_all(void) { return guard([] { return adapt().restart_all(); }); }
+int icheck_redistribute(const char* label, void* ptr, size_t count) {
+  return guard([&] { return adapt().redistribute(label, ptr, count); });
+}
 int icheck_probe_agents(const icheck_hints* hints) { return guard([&] { return client().probe(hints); }); }
 int icheck_enable_asynchronous(int flag) { return guard([&] { return client().enable_async(flag); }); }
 int icheck_wait(void) { return guard([] { return client().wait(); }); }

@@ -435,11 +435,17 @@ bool Client::flush_agents() {
 }
 void Client::set_error(const std::string& e) { impl_->last_error = e; }
 
-std::string Client::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta) {
-  return impl_->agent_pieces(v, n, meta_label, max_meta);
+std::string Client::agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify) {
+  return impl_->agent_pieces(v, n, meta_label, max_meta, defer_verify);
+}
+std::string Client::verify_wait() {
+  return impl_->verify_wait();
 }
 bool Client::read_agent(int agent, int slot, int64_t v, uint64_t off, void* dst, uint64_t len) {
   return impl_->read_agent(agent, slot, v, off, dst, len);
 }
+bool Client::add_read_target(char* p, uint64_t n) { return impl_->add_read_target(p, n); }
+void Client::clear_read_targets() { impl_->rtargets.clear(); }
+bool Client::read_agents(const std::vector<AgentRead>& reads) { return impl_->read_agents(reads); }
 
 }  // namespace dynres::icheck

@@ -277,9 +277,19 @@ class ClientImpl {
   /// A control connection to agent `a` (index idx of the list), the fabric
   /// set up for it first (keep_fabric: an existing one is used as is).
   std::unique_ptr<AgentLink> open_link(const json& a, int idx, bool keep_fabric);
-  AgentLink& link_to(int idx);
-  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
+  /// A reader connection to agent idx (second: another one, kept in
+  /// `extra` under -1 - idx, for the deferred checksum check).
+  AgentLink& link_to(int idx, bool second = false);
+  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify);
+  /// Deferred checksum checks in flight: agent index -> its verify link
+  /// (kept in `extra` under key -1 - index, so it is dropped with the others).
+  std::vector<int> verifying;
+  std::string verify_wait();
   bool read_agent(int idx, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);
+  /// icheck_redistribute's RMA targets (client_redist.cpp), registered once.
+  std::vector<std::pair<char*, std::unique_ptr<MemRegion>>> rtargets;
+  bool add_read_target(char* p, uint64_t n);
+  bool read_agents(const std::vector<AgentRead>& reads);
 };
 
 }  // namespace dynres::icheck

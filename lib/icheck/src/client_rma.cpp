@@ -290,7 +290,12 @@ bool ClientImpl::in_place_ok() const {
 bool ClientImpl::restore_from_agent(int64_t v) {
   try {
     AgentLink& a = *agent;
-    const bool pull = cfg.dyn.transfer != "push";
+    // A restore is always read by this process (fi_read from the agent's
+    // registered piece, "push" for the agent: it keeps its endpoint
+    // progressing), whatever the commit direction: a read completes once
+    // the bytes are here, shm does it with process_vm_readv and without
+    // this process's progress thread, which a loaded core can starve.
+    const bool pull = false;
     json r = request(a.sock, {{"op", "rbegin"}, {"v", v}, {"mode", pull ? "pull" : "push"}}, cfg.request_timeout_ms);
     size_t total = r.at("total");
     rregions = r.at("regions");

@@ -1,6 +1,10 @@
 // Minimal collective layer of libicheck: MPI when the application passed a
 // communicator, trivial single-process versions otherwise.
 #pragma once
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,14 +31,14 @@ class Comm {
         MPI_Comm_rank(node_, &node_rank_);
         MPI_Comm_size(node_, &node_size_);
         int leader = node_rank_ == 0 ? 1 : 0;
-        MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, comm_);
+        polite([&](MPI_Request* q_) { return MPI_Iallreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, comm_, q_); });
         // node index = number of leaders among lower world ranks (leaders
         // are the lowest world rank of their node: split key = world rank)
         int before = 0;
-        MPI_Exscan(&leader, &before, 1, MPI_INT, MPI_SUM, comm_);
+        polite([&](MPI_Request* q_) { return MPI_Iexscan(&leader, &before, 1, MPI_INT, MPI_SUM, comm_, q_); });
         if (rank_ == 0) before = 0;
         node_index_ = before;
-        MPI_Bcast(&node_index_, 1, MPI_INT, 0, node_);
+        polite([&](MPI_Request* q_) { return MPI_Ibcast(&node_index_, 1, MPI_INT, 0, node_, q_); });
       }
     }
 #else
@@ -63,7 +67,7 @@ class Comm {
   bool node_leader() const { return node_rank_ == 0; }
   void node_barrier() {
 #ifdef ICHECK_HAVE_MPI
-    if (mpi_) MPI_Barrier(node_);
+    if (mpi_) polite([&](MPI_Request* q_) { return MPI_Ibarrier(node_, q_); });
 #endif
   }
   /// Broadcast a string from the node leader to the node's processes.
@@ -71,9 +75,9 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       long long n = (long long)s.size();
-      MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, node_);
+      polite([&](MPI_Request* q_) { return MPI_Ibcast(&n, 1, MPI_LONG_LONG, 0, node_, q_); });
       std::string out = node_rank_ == 0 ? s : std::string(size_t(n), '\0');
-      if (n) MPI_Bcast(out.data(), int(n), MPI_CHAR, 0, node_);
+      if (n) polite([&](MPI_Request* q_) { return MPI_Ibcast(out.data(), int(n), MPI_CHAR, 0, node_, q_); });
       return out;
     }
 #endif
@@ -85,7 +89,7 @@ class Comm {
     if (mpi_) {
       long long in = v;
       std::vector<long long> out(static_cast<size_t>(node_size_));
-      MPI_Allgather(&in, 1, MPI_LONG_LONG, out.data(), 1, MPI_LONG_LONG, node_);
+      polite([&](MPI_Request* q_) { return MPI_Iallgather(&in, 1, MPI_LONG_LONG, out.data(), 1, MPI_LONG_LONG, node_, q_); });
       return std::vector<int64_t>(out.begin(), out.end());
     }
 #endif
@@ -97,14 +101,14 @@ class Comm {
     if (mpi_) {
       int n = int(s.size());
       std::vector<int> lens(static_cast<size_t>(node_size_)), displ(static_cast<size_t>(node_size_));
-      MPI_Gather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, node_);
+      polite([&](MPI_Request* q_) { return MPI_Igather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, node_, q_); });
       std::string all;
       if (node_rank_ == 0) {
         int t = 0;
         for (int i = 0; i < node_size_; ++i) displ[i] = t, t += lens[i];
         all.resize(size_t(t));
       }
-      MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), displ.data(), MPI_CHAR, 0, node_);
+      polite([&](MPI_Request* q_) { return MPI_Igatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), displ.data(), MPI_CHAR, 0, node_, q_); });
       std::vector<std::string> out;
       if (node_rank_ == 0)
         for (int i = 0; i < node_size_; ++i) out.push_back(all.substr(size_t(displ[i]), size_t(lens[i])));
@@ -120,7 +124,7 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       int v = ok ? 1 : 0, r = 0;
-      MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_MIN, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Iallreduce(&v, &r, 1, MPI_INT, MPI_MIN, comm_, q_); });
       return r == 1;
     }
 #endif
@@ -130,7 +134,7 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       long long in = v, out = 0;
-      MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MAX, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Iallreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MAX, comm_, q_); });
       return out;
     }
 #endif
@@ -140,7 +144,7 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       int out = 0;
-      MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MIN, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Iallreduce(&v, &out, 1, MPI_INT, MPI_MIN, comm_, q_); });
       return out;
     }
 #endif
@@ -151,9 +155,9 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       long long n = (long long)s.size();
-      MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Ibcast(&n, 1, MPI_LONG_LONG, 0, comm_, q_); });
       std::string out = rank_ == 0 ? s : std::string(size_t(n), '\0');
-      if (n) MPI_Bcast(out.data(), int(n), MPI_CHAR, 0, comm_);
+      if (n) polite([&](MPI_Request* q_) { return MPI_Ibcast(out.data(), int(n), MPI_CHAR, 0, comm_, q_); });
       return out;
     }
 #endif
@@ -164,7 +168,7 @@ class Comm {
 #ifdef ICHECK_HAVE_MPI
     if (mpi_) {
       std::vector<long long> in(mine.begin(), mine.end()), out(mine.size() * size_t(size_));
-      MPI_Allgather(in.data(), int(in.size()), MPI_LONG_LONG, out.data(), int(in.size()), MPI_LONG_LONG, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Iallgather(in.data(), int(in.size()), MPI_LONG_LONG, out.data(), int(in.size()), MPI_LONG_LONG, comm_, q_); });
       return std::vector<int64_t>(out.begin(), out.end());
     }
 #endif
@@ -176,14 +180,14 @@ class Comm {
     if (mpi_) {
       int n = int(s.size());
       std::vector<int> lens(static_cast<size_t>(size_)), displ(static_cast<size_t>(size_));
-      MPI_Gather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Igather(&n, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm_, q_); });
       std::string all;
       if (rank_ == 0) {
         int t = 0;
         for (int i = 0; i < size_; ++i) displ[i] = t, t += lens[i];
         all.resize(size_t(t));
       }
-      MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), displ.data(), MPI_CHAR, 0, comm_);
+      polite([&](MPI_Request* q_) { return MPI_Igatherv(s.data(), n, MPI_CHAR, all.data(), lens.data(), displ.data(), MPI_CHAR, 0, comm_, q_); });
       std::vector<std::string> out;
       if (rank_ == 0)
         for (int i = 0; i < size_; ++i) out.push_back(all.substr(size_t(displ[i]), size_t(lens[i])));
@@ -194,12 +198,36 @@ class Comm {
   }
   void barrier() {
 #ifdef ICHECK_HAVE_MPI
-    if (mpi_) MPI_Barrier(comm_);
+    if (mpi_) polite([&](MPI_Request* q_) { return MPI_Ibarrier(comm_, q_); });
 #endif
   }
 
  private:
 #ifdef ICHECK_HAVE_MPI
+  /// Run one nonblocking collective (`start` posts it into the request) to
+  /// completion without holding a CPU: MPI_Test in a loop for ~50 us, then
+  /// between tests a sleep growing from 20 us to 250 us. Blocking MPI
+  /// collectives busy-poll (MPICH ch4), so the ranks that reach the end of
+  /// a commit first would take the cores that the slower ranks' RMA
+  /// progress threads and the agents need whenever processes outnumber
+  /// cores (4 ranks + agent on 2 cores: a 256 MiB commit took 2.2 s,
+  /// 60 % of the CPU in MPI progress; bench/icheck/run.sh). The cost is at
+  /// most one nap (<= 250 us) per collective after the first 50 us.
+  template <class Start>
+  static void polite(Start start) {
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (start(&q) != MPI_SUCCESS) return;  // MPI's error handler has spoken (default: abort)
+    const auto t0 = std::chrono::steady_clock::now();
+    long nap_ns = 20000;
+    for (int done = 0;;) {
+      MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(50)) continue;
+      timespec ts{0, nap_ns};
+      ::nanosleep(&ts, nullptr);
+      nap_ns = std::min(nap_ns * 2, 250000L);
+    }
+  }
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_ = MPI_COMM_NULL;
 #endif

@@ -30,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, bad, no_manual;
+static int rank, size, bad, no_manual, use_redistribute;
+static MPI_Comm comm; /* the process set of the phase running */
 #define BAD(...) (fprintf(stdout, "BAD rank %d: ", rank), fprintf(stdout, __VA_ARGS__), fputc('\n', stdout), bad = 1)
 
 static uint64_t mix(uint64_t x) {
@@ -117,7 +118,7 @@ static void checksum(const char* label, const size_t* idx, size_t n, const void*
     memcpy(&bits, (const char*)data + i * es, es);
     acc += mix(idx[i] ^ mix(bits));
   }
-  MPI_Reduce(&acc, &tot, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&acc, &tot, 1, MPI_UINT64_T, MPI_SUM, 0, comm);
   if (rank == 0) printf("CHECKSUM %s %016llx\n", label, (unsigned long long)tot);
 }
 
@@ -138,7 +139,7 @@ static int manual(const char* label, const void* global, size_t gcount, const si
   int* displs = malloc(sizeof(int) * (size_t)size);
   for (int r = 0; r < size; ++r) counts[r] = (int)bcount(gcount, (size_t)size, (size_t)r), displs[r] = (int)bstart(gcount, (size_t)size, (size_t)r);
   if ((size_t)counts[rank] != local_count) return 1;
-  MPI_Scatterv(global, counts, displs, MPI_INT, ptr, (int)local_count, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Scatterv(global, counts, displs, MPI_INT, ptr, (int)local_count, MPI_INT, 0, comm);
   free(counts), free(displs);
   return 0;
 }
@@ -147,25 +148,14 @@ static void expect(int rc, int want, const char* what) {
   if (rc != want) BAD("%s returned %d (%s), expected %d", what, rc, icheck_strerror(rc), want);
 }
 
-int main(int argc, char** argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: icadapt APP commit|restore|bad [--config F] [--restart]\n");
-    return 2;
-  }
-  const char *app = argv[1], *phase = argv[2], *config = NULL;
-  int use_restart = 0, persist = 0;
-  for (int i = 3; i < argc; ++i) {
-    if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
-    else if (!strcmp(argv[i], "--restart")) use_restart = 1;
-    else if (!strcmp(argv[i], "--persist")) persist = 1;
-    else if (!strcmp(argv[i], "--no-manual")) no_manual = 1;
-  }
-  MPI_Init(&argc, &argv);
-  MPI_Comm world = MPI_COMM_WORLD;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  if (size > 64) return 2;
+/* One phase (commit, restore or bad) over the process set c; returns
+ * non-zero when any rank of c saw something wrong. */
+static int run(MPI_Comm c, const char* app, const char* phase, const char* config, int use_restart, int persist) {
+  comm = c;
+  MPI_Comm world = c;
+  MPI_Comm_rank(c, &rank);
+  MPI_Comm_size(c, &size);
+  bad = 0;
   int status = -1;
   int rc = icheck_init(config, app, ICHECK_COMM(world), &status);
   if (rc) {
@@ -213,7 +203,6 @@ int main(int argc, char** argv) {
     printf("VERSION %lld\n", (long long)icheck_version());
     icheck_finalize(0);
     if (!bad && rank == 0) printf("OK\n");
-    MPI_Finalize();
     return bad;
   }
   /* declare every object */
@@ -264,7 +253,18 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("COMMITTED %d version %lld\n", size, (long long)icheck_version());
   } else {
     if (status != ICHECK_STATUS_RESTART) BAD("no checkpoint to restore");
-    if (use_restart) {
+    if (use_redistribute) {
+      /* [John24 Listing 7.2]: one icheck_redistribute per label, no
+       * icheck_restart; reverse order, VOLATILE last */
+      const char* ls[] = {"man", "grd", "pre", "cyc", "blk", "joined", "def", "me", "nprocs", "iter", "vol"};
+      void* ps[] = {man, grd, pre, cyc, blk, &joined, &def, &me, &nprocs, &iter, &vol};
+      size_t cs[] = {nm, ng, np, nc, nb, 1, 1, 1, 1, 1, 1};
+      for (int k = no_manual; k < 11; ++k) expect(icheck_redistribute(ls[k], ps[k], cs[k]), 0, ls[k]);
+      expect(icheck_redistribute("nosuch", &vol, 1), ICHECK_ENOENT, "redistribute of an unknown label");
+      expect(icheck_redistribute("blk", blk, nb + 1), ICHECK_EMISMATCH, "redistribute with a wrong count");
+      expect(icheck_redistribute(rank == 0 ? "blk" : "cyc", rank == 0 ? (void*)blk : (void*)cyc, rank == 0 ? nb : nc),
+             size > 1 ? ICHECK_EINVAL : ICHECK_OK, "ranks naming different labels");
+    } else if (use_restart) {
       expect(icheck_restart(), 0, "icheck_restart");
       /* reverse order: labels can be restored one by one (VOLATILE too) */
       const char* ls[] = {"man", "grd", "pre", "cyc", "blk", "joined", "def", "me", "nprocs", "iter"};
@@ -305,6 +305,74 @@ int main(int argc, char** argv) {
   if (!any && rank == 0) printf("OK\n");
   icheck_pmap_free(pmap);
   icheck_pmap_free(gmap);
+  free(ib), free(ic), free(ip), free(ig), free(im), free(blk), free(cyc), free(pre), free(grd), free(man);
+  return any;
+}
+
+/* A comma-separated list of world ranks contains r. */
+static int member(const char* list, int r) {
+  char buf[256];
+  snprintf(buf, sizeof buf, ",%s,", list);
+  char me[16];
+  snprintf(me, sizeof me, ",%d,", r);
+  return strstr(buf, me) != NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: icadapt APP commit|restore|bad|pset [--config F] [--restart] [--redistribute] [--old LIST --new LIST]\n");
+    return 2;
+  }
+  const char *app = argv[1], *phase = argv[2], *config = NULL, *olds = NULL, *news = NULL;
+  int use_restart = 0, persist = 0;
+  for (int i = 3; i < argc; ++i) {
+    if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
+    else if (!strcmp(argv[i], "--restart")) use_restart = 1;
+    else if (!strcmp(argv[i], "--redistribute")) use_redistribute = 1;
+    else if (!strcmp(argv[i], "--persist")) persist = 1;
+    else if (!strcmp(argv[i], "--no-manual")) no_manual = 1;
+    else if (!strcmp(argv[i], "--old") && i + 1 < argc) olds = argv[++i];
+    else if (!strcmp(argv[i], "--new") && i + 1 < argc) news = argv[++i];
+  }
+  MPI_Init(&argc, &argv);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int wrank = 0, wsize = 0, any = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  if (wsize > 64) return 2;
+  if (strcmp(phase, "pset") != 0) {
+    any = run(MPI_COMM_WORLD, app, phase, config, use_restart, persist);
+  } else {
+    /* A process set that persists across an adaptation: the processes of
+     * --old commit (IC_PERSIST: the version stays in the agents) and leave
+     * the library; then the processes of --new (some stayed, some join)
+     * initialise it on their communicator and take their parts with one
+     * icheck_redistribute per label. Leaving processes wait. */
+    if (!olds || !news) {
+      fprintf(stderr, "icadapt pset needs --old LIST and --new LIST\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Comm oldc, newc;
+    MPI_Comm_split(MPI_COMM_WORLD, member(olds, wrank) ? 0 : MPI_UNDEFINED, wrank, &oldc);
+    MPI_Comm_split(MPI_COMM_WORLD, member(news, wrank) ? 0 : MPI_UNDEFINED, wrank, &newc);
+    if (oldc != MPI_COMM_NULL) {
+      MPI_Comm_rank(oldc, &rank);
+      if (rank == 0) printf("PHASE old\n");
+      any |= run(oldc, app, "commit", config, 0, 1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* the adaptation */
+    if (newc != MPI_COMM_NULL) {
+      MPI_Comm_rank(newc, &rank);
+      if (rank == 0) printf("PHASE new\n");
+      use_redistribute = 1;
+      any |= run(newc, app, "restore", config, 0, persist);
+    }
+    int all = 0;
+    MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    any = all;
+    if (oldc != MPI_COMM_NULL) MPI_Comm_free(&oldc);
+    if (newc != MPI_COMM_NULL) MPI_Comm_free(&newc);
+  }
   MPI_Finalize();
   return any;
 }

@@ -13,11 +13,18 @@
  *   --hash         also print "HASH iter h" after every commit and restore:
  *                  h = FNV-1a 64 of the checkpointed bytes (grid, iter), the
  *                  same for an iteration in every run (kill campaign check)
+ *   --skew-ms S    before every commit rank r sleeps r * S ms, and rank 0
+ *                  prints "WAITED iter wall cpu nvcsw": the wall and CPU
+ *                  seconds of its main thread in icheck_commit and the
+ *                  voluntary context switches it made there (a rank that
+ *                  waits for a slower one naps instead of spinning)
  * Output lines: "STATUS new|restart", "RESTORED iter v", "COMMIT iter v mode rc",
  * "RESULT <checksum>", "FINAL v mode", "FINALIZE rc" (exit 6 when rc != 0, e.g.
  * the flush to the second level failed).
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <icheck.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,13 @@ static void print_hash(const double* grid, size_t n, const int* iter) {
   printf("HASH %d %016llx\n", iter[0], h);
 }
 
+static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec * 1e-6; }
+static double mono_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void msleep(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -52,7 +66,7 @@ int main(int argc, char** argv) {
   size_t n = strtoull(argv[2], NULL, 10);
   int iters = atoi(argv[3]), every = atoi(argv[4]);
   const char* config = NULL;
-  int async = 0, sleep_ms = 0, probe = 0, persist = 0, hash = 0;
+  int async = 0, sleep_ms = 0, probe = 0, persist = 0, hash = 0, skew_ms = 0;
   for (int i = 5; i < argc; ++i) {
     if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
     else if (!strcmp(argv[i], "--async")) async = 1;
@@ -60,6 +74,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--probe") && i + 1 < argc) probe = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--persist")) persist = 1;
     else if (!strcmp(argv[i], "--hash")) hash = 1;
+    else if (!strcmp(argv[i], "--skew-ms") && i + 1 < argc) skew_ms = atoi(argv[++i]);
   }
   int rank = 0, size = 1;
   const void* comm = NULL;
@@ -94,7 +109,19 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i) grid[i] = grid[i] * 0.5 + (double)((i + (size_t)it) % 5);
     iter[0] = it;
     if (it % every == 0) {
+      struct rusage u0, u1;
+      double w0 = 0;
+      if (skew_ms) {
+        msleep(rank * skew_ms);
+        getrusage(RUSAGE_THREAD, &u0);
+        w0 = mono_s();
+      }
       rc = icheck_commit();
+      if (skew_ms && rank == 0) {
+        getrusage(RUSAGE_THREAD, &u1);
+        printf("WAITED %d %.3f %.3f %ld\n", it, mono_s() - w0,
+               tv_s(u1.ru_utime) + tv_s(u1.ru_stime) - tv_s(u0.ru_utime) - tv_s(u0.ru_stime), u1.ru_nvcsw - u0.ru_nvcsw);
+      }
       if (async && !rc) rc = icheck_wait();
       if (rank == 0) printf("COMMIT %d %lld %s %d\n", it, (long long)icheck_version(), icheck_mode(), rc);
       if (rank == 0 && hash && !rc) print_hash(grid, n, iter);

@@ -2,11 +2,13 @@
 
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -558,6 +560,30 @@ class Agent {
     if (avail > 0 && total > avail + spare)
       throw std::runtime_error("nomem: checkpoint piece of " + std::to_string(total) + " bytes exceeds the " +
                                std::to_string(avail) + " bytes of memory available on this node");
+    check_node_budget(total);
+  }
+
+  /// The node's checkpoint memory (manager --mem-limit-gb): refuse `total`
+  /// when it exceeds what the manager left at its last count, less what this
+  /// agent took since (AgentOptions::node_budget_file). A missing or
+  /// unreadable file imposes nothing.
+  void check_node_budget(uint64_t total) {
+    if (opt_.node_budget_file.empty()) return;
+    struct stat sb {};
+    if (::stat(opt_.node_budget_file.c_str(), &sb) != 0) return;
+    double left = -1;
+    {
+      std::ifstream f(opt_.node_budget_file);
+      if (!(f >> left) || !std::isfinite(left) || left < 0) return;
+    }
+    std::lock_guard<std::mutex> g(budget_mu_);
+    const int64_t stamp = int64_t(sb.st_mtim.tv_sec) * 1000000000 + sb.st_mtim.tv_nsec;
+    if (stamp != budget_stamp_) budget_stamp_ = stamp, budget_taken_ = 0;
+    if (double(total) > left - double(budget_taken_))
+      throw std::runtime_error("nomem: checkpoint piece of " + std::to_string(total) + " bytes exceeds the " +
+                               std::to_string(uint64_t(std::max(0.0, left - double(budget_taken_)))) +
+                               " bytes of checkpoint memory left on this node (manager --mem-limit-gb)");
+    budget_taken_ += total;
   }
 
   /// Give `p` a registered buffer of at least p.total bytes: the slot's
@@ -889,6 +915,9 @@ class Agent {
   std::mutex fab_mu_;
   std::map<std::string, std::unique_ptr<Fabric>> fabrics_;
   std::mutex mu_;
+  std::mutex budget_mu_;         ///< guards budget_stamp_, budget_taken_
+  int64_t budget_stamp_ = -1;    ///< mtime (ns) of the budget file last read
+  uint64_t budget_taken_ = 0;    ///< bytes granted since that file changed
   std::vector<std::shared_ptr<Socket>> conns_;
   std::map<std::string, int> pre_auth_;  ///< TCP peer host -> connections not yet authenticated (mu_)
   static constexpr size_t kMaxConns = 4096;  ///< connections served at once (slots, managers, peers)

@@ -64,7 +64,9 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       say(std::string("status: ") + e.what());
       continue;
     }
-    if (fixed < 0) fixed = int(nodes.size());
+    // the boot nodes are icheck.yaml's managers; without that list, the nodes
+    // of the first Status (a restarted controller would count lent ones too)
+    if (fixed < 0) fixed = cfg_.managers.empty() ? int(nodes.size()) : int(cfg_.managers.size());
     const int min_nodes = std::max(1, cfg_.scaler_min_nodes > 0 ? cfg_.scaler_min_nodes : fixed);
     const int max_nodes = std::max(min_nodes, cfg_.scaler_max_nodes > 0 ? cfg_.scaler_max_nodes : fixed);
     json st = json::array();

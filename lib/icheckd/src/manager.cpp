@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -271,6 +272,7 @@ class Manager {
     if (!m.value("multi_level", true)) args.push_back("--no-multi-level");
     if (m.contains("max_bytes") && m["max_bytes"].is_number_unsigned())
       args.insert(args.end(), {"--max-bytes", std::to_string(m["max_bytes"].get<uint64_t>())});
+    if (opt_.mem_limit_gb > 0) args.insert(args.end(), {"--node-budget-file", budget_file()});
     std::string log = (fs::path(cfg_.run_dir) / ("agent-" + id + ".log")).string();
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -340,6 +342,21 @@ class Manager {
     for (pid_t p : pids) ::kill(p, SIGKILL), ::waitpid(p, nullptr, 0);
   }
 
+  /// run_dir/manager-NODE.budget: the node's checkpoint memory left
+  /// (--mem-limit-gb less the agents' pieces), read by its agents before
+  /// they take a piece (AgentOptions::node_budget_file).
+  std::string budget_file() const { return (fs::path(cfg_.run_dir) / ("manager-" + opt_.node + ".budget")).string(); }
+  void write_budget(double left) {
+    const std::string f = budget_file(), tmp = f + ".tmp";
+    {
+      std::ofstream o(tmp, std::ios::trunc);
+      o << std::fixed << std::setprecision(0) << left << "\n";
+      if (!o) return;
+    }
+    std::error_code ec;
+    fs::rename(tmp, f, ec);  // atomic: an agent reads the old or the new number
+  }
+
   /// §6.3 metrics of this node.
   json metrics() {
     // called by the heartbeat thread and by "metrics" requests: the rate
@@ -385,6 +402,7 @@ class Manager {
               {"power", power(n_agents)},
               {"power_source", power_src_},
               {"used_bytes", used_bytes_}};
+    if (opt_.mem_limit_gb > 0) write_budget(std::max(0.0, opt_.mem_limit_gb * 1e9 - used_bytes_));
     ncops_ = ncops;
     last_t_ = now;
     last_avail_ = avail;

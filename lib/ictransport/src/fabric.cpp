@@ -1,5 +1,6 @@
 #include "dynres/icheck/fabric.hpp"
 
+#include <dlfcn.h>
 #include <sys/random.h>
 
 #include <rdma/fabric.h>
@@ -22,8 +23,46 @@
 namespace dynres::icheck {
 
 namespace {
+/// libfabric's exported entry points, resolved from libfabric.so.1 on first
+/// use (dlopen) instead of linked: every other call of the API is an inline
+/// wrapper over the objects these return. A process that links libfabric
+/// runs, before main, the constructors of the libraries it pulls in, and
+/// libinfinipath's (Debian's libfabric1 links libpsm_infinipath and
+/// libpsm2) pins itself to CPU 0 and calibrates its clock with 125 us
+/// sleeps: 0.1 s on an idle core, 0.2-1 s on a loaded one, paid by every
+/// rank that links libicheck before its main(), i.e. on the relaunch path
+/// of every restart-based resize. Loaded lazily, it runs in the thread
+/// that first needs the fabric (prepare_fabric's warm-up thread, beside
+/// MPI_Init) and only in processes that use iCheck's transport.
+struct FiApi {
+  int (*getinfo)(uint32_t, const char*, const char*, uint64_t, const fi_info*, fi_info**) = nullptr;
+  void (*freeinfo)(fi_info*) = nullptr;
+  fi_info* (*dupinfo)(const fi_info*) = nullptr;
+  int (*fabric)(fi_fabric_attr*, fid_fabric**, void*) = nullptr;
+  const char* (*strerror)(int) = nullptr;
+};
+const FiApi& fi() {
+  static const FiApi api = [] {
+    void* h = ::dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) throw FabricError(std::string("cannot load libfabric.so.1: ") + ::dlerror());
+    auto sym = [h](const char* name) {
+      void* p = ::dlsym(h, name);
+      if (!p) throw FabricError(std::string("libfabric.so.1 has no ") + name);
+      return p;
+    };
+    FiApi a;
+    a.getinfo = reinterpret_cast<decltype(a.getinfo)>(sym("fi_getinfo"));
+    a.freeinfo = reinterpret_cast<decltype(a.freeinfo)>(sym("fi_freeinfo"));
+    a.dupinfo = reinterpret_cast<decltype(a.dupinfo)>(sym("fi_dupinfo"));
+    a.fabric = reinterpret_cast<decltype(a.fabric)>(sym("fi_fabric"));
+    a.strerror = reinterpret_cast<decltype(a.strerror)>(sym("fi_strerror"));
+    return a;
+  }();
+  return api;
+}
+
 std::string ferr(const char* call, long rc) {
-  return std::string(call) + ": " + fi_strerror(int(-rc)) + " (" + std::to_string(rc) + ")";
+  return std::string(call) + ": " + fi().strerror(int(-rc)) + " (" + std::to_string(rc) + ")";
 }
 #define FI_CHECK(call)                                     \
   do {                                                     \
@@ -43,7 +82,7 @@ struct OpCtx {
 };
 
 fi_info* make_hints(const std::string& prov, bool delivery_complete) {
-  fi_info* h = fi_allocinfo();
+  fi_info* h = fi().dupinfo(nullptr);
   h->caps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
   h->ep_attr->type = FI_EP_RDM;
   h->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -61,9 +100,10 @@ fi_info* make_hints(const std::string& prov, bool delivery_complete) {
 /// loaded core, the RMA target's progress thread (Busy guard held) got ~no
 /// CPU for a minute and the agent's fi_read hit its 60 s timeout (shm needs
 /// the target to progress: FI_DELIVERY_COMPLETE disables its CMA fast path).
-/// A sleeper is re-placed fairly when it wakes. This made the stall rarer in
-/// some batches but did not remove it: bench/icheck/pinned_stall.sh still
-/// shows 3 of 8 pinned runs stalling (4 of 4 with sched_yield).
+/// A sleeper is re-placed fairly when it wakes. This made the stall rarer
+/// (bench/icheck/pinned_stall.sh: 3 of 8 pinned runs stalled, 4 of 4 with
+/// sched_yield); what removed the dependency is posting reads without
+/// FI_DELIVERY_COMPLETE (Fabric::rma), so no read waits for the target.
 void poll_pause() { std::this_thread::sleep_for(std::chrono::microseconds(1)); }
 }  // namespace
 
@@ -74,9 +114,11 @@ Mapping::Mapping(size_t bytes, bool prefault) {
     p = nullptr;
     throw std::bad_alloc();
   }
-#ifdef MADV_HUGEPAGE
-  if (len >= (4u << 20)) ::madvise(p, len, MADV_HUGEPAGE);
-#endif
+  // No MADV_HUGEPAGE: with the kernel's THP defrag policy "madvise" (the
+  // default) a fault in such a region compacts memory synchronously, and a
+  // fresh 256 MiB populate took 3.4-5.4 s here against 0.7 s with 4 KiB
+  // pages (same run, 2-core VM with a large page cache); an agent's first
+  // commit of a job, i.e. every restart-based resize, paid it.
   if (!prefault) return;
 #ifdef MADV_POPULATE_WRITE
   if (::madvise(p, len, MADV_POPULATE_WRITE) == 0) return;
@@ -142,8 +184,11 @@ void prepare_fabric() {
   std::call_once(once, [] {
     try {
       w.t = std::thread([] {
-        fi_info* info = nullptr;
-        if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, nullptr, &info) == 0) fi_freeinfo(info);
+        try {
+          fi_info* info = nullptr;
+          if (fi().getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, nullptr, &info) == 0) fi().freeinfo(info);
+        } catch (const FabricError&) {  // no libfabric: the first Fabric says so
+        }
       });
     } catch (...) {  // no thread: the first Fabric pays the cost itself
     }
@@ -154,14 +199,14 @@ std::vector<std::string> available_rma_providers() {
   std::vector<std::string> out;
   fi_info* h = make_hints("", false);
   fi_info* info = nullptr;
-  if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info) == 0) {
+  if (fi().getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info) == 0) {
     for (fi_info* i = info; i; i = i->next) {
       std::string p = i->fabric_attr->prov_name;
       if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
     }
-    fi_freeinfo(info);
+    fi().freeinfo(info);
   }
-  fi_freeinfo(h);
+  fi().freeinfo(h);
   std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
     auto rank = [](const std::string& s) { return s == "shm" ? 0 : s == "tcp;ofi_rxm" ? 1 : 2; };
     return rank(a) < rank(b);
@@ -185,8 +230,8 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
     for (bool dc : {true, false}) {
       fi_info* h = make_hints(p, dc);
       const char* node = (p != "shm" && !opt.node.empty()) ? opt.node.c_str() : nullptr;
-      last = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0, h, &info_);
-      fi_freeinfo(h);
+      last = fi().getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0, h, &info_);
+      fi().freeinfo(h);
       if (last == 0) break;
       info_ = nullptr;
     }
@@ -194,13 +239,13 @@ Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
   }
   if (!info_)
     throw FabricError("no libfabric provider with FI_EP_RDM+FI_RMA among '" + opt.provider + "': " +
-                      fi_strerror(int(-last)));
+                      fi().strerror(int(-last)));
   provider_ = info_->fabric_attr->prov_name;
   mr_mode_ = info_->domain_attr->mr_mode;
   key_size_ = info_->domain_attr->mr_key_size;
   max_msg_ = info_->ep_attr->max_msg_size ? info_->ep_attr->max_msg_size : opt.max_chunk;
   try {
-    FI_CHECK(fi_fabric(info_->fabric_attr, &fabric_, nullptr));
+    FI_CHECK(fi().fabric(info_->fabric_attr, &fabric_, nullptr));
     FI_CHECK(fi_domain(fabric_, info_, &domain_, nullptr));
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
@@ -229,7 +274,7 @@ Fabric::~Fabric() {
   if (av_) fi_close(&av_->fid);
   if (domain_) fi_close(&domain_->fid);
   if (fabric_) fi_close(&fabric_->fid);
-  if (info_) fi_freeinfo(info_);
+  if (info_) fi().freeinfo(info_);
   ep_ = nullptr, cq_ = nullptr, av_ = nullptr, domain_ = nullptr, fabric_ = nullptr, info_ = nullptr;
 }
 
@@ -282,7 +327,7 @@ std::unique_ptr<MemRegion> Fabric::register_memory(void* buf, size_t len, Access
     int rc = fi_mr_reg(domain_, buf, len, access, 0, req_key, 0, &r->mr, nullptr);
     if (rc == 0) break;
     if (rc == -FI_ENOKEY && attempt < 8) continue;  // key taken: draw another
-    throw FabricError(std::string("fi_mr_reg: ") + fi_strerror(-rc));
+    throw FabricError(std::string("fi_mr_reg: ") + fi().strerror(-rc));
   }
   if (mr_mode_ & FI_MR_ENDPOINT) {
     FI_CHECK(fi_mr_bind(r->mr, &ep_->fid, 0));
@@ -309,7 +354,7 @@ int Fabric::progress_once() {
           std::lock_guard<std::mutex> bg(op->batch->mu);
           op->batch->err = std::string("RMA completion error: ") +
                            fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0) + " / " +
-                           fi_strerror(err.err);
+                           fi().strerror(err.err);
         }
         op->batch->errors++;
         op->batch->pending--;
@@ -385,8 +430,28 @@ void Fabric::rma(bool is_read, uint64_t peer, MemRegion& local, size_t loff, siz
       ssize_t rc;
       {
         std::lock_guard<std::mutex> g(mu_);
-        rc = is_read ? fi_read(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted])
-                     : fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
+        if (is_read) {
+          // A read completes only once its data is in the local buffer, so
+          // it needs no FI_DELIVERY_COMPLETE (the endpoint's default for
+          // writes): without it shm copies with one process_vm_readv by the
+          // initiator (its "fast RMA" path), not through its command queue,
+          // which waits for the target's progress thread and stalled on a
+          // loaded core (bench/icheck/pinned_stall.sh).
+          iovec iov{lp, n};
+          void* desc = local.desc;
+          fi_rma_iov riov{raddr + off, n, rkey};
+          fi_msg_rma msg{};
+          msg.msg_iov = &iov;
+          msg.desc = &desc;
+          msg.iov_count = 1;
+          msg.addr = peer;
+          msg.rma_iov = &riov;
+          msg.rma_iov_count = 1;
+          msg.context = &ctx[posted];
+          rc = fi_readmsg(ep_, &msg, FI_COMPLETION);
+        } else {
+          rc = fi_write(ep_, lp, n, local.desc, peer, raddr + off, rkey, &ctx[posted]);
+        }
       }
       if (rc == -FI_EAGAIN) break;
       if (rc) {

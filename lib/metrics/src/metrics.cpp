@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -86,6 +87,55 @@ std::vector<AllocationRecord> icheck_allocations(State& st, double now) {
   Stmt s(st.db(), "SELECT node, start_time, end_time FROM icheck_lent_history ORDER BY start_time, id");
   while (s.step())
     out.push_back({kIcheckAllocation, s.text(0), 1, s.f64(1), s.opt_f64(2).value_or(std::max(now, s.f64(1)))});
+  return out;
+}
+
+namespace {
+bool has_table(State& st, const char* name) {
+  Stmt t(st.db(), "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  t.bind(1, std::string(name));
+  return t.step();
+}
+}  // namespace
+
+std::map<std::string, IcheckNodeInfo> icheck_nodes_view(State& st) {
+  std::map<std::string, IcheckNodeInfo> out;
+  st.db().read_tx([&] {
+    if (has_table(st, "icheck_lent")) {
+      Stmt s(st.db(), "SELECT n.name, l.state, l.since, l.change_id FROM icheck_lent l JOIN nodes n ON n.id = l.node_id");
+      while (s.step()) {
+        IcheckNodeInfo& i = out[s.text(0)];
+        i.name = s.text(0), i.lent = s.text(1), i.since = s.f64(2), i.change = s.i64(3);
+      }
+    }
+    if (has_table(st, "icheck_nodes")) {
+      const bool agents = has_table(st, "icheck_agents");
+      Stmt s(st.db(), agents ? "SELECT n.node, n.state, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node "
+                               "AND a.state = 'up') FROM icheck_nodes n"
+                             : "SELECT node, state, 0 FROM icheck_nodes");
+      std::set<std::string> pool;
+      Stmt p(st.db(), "SELECT name FROM nodes");
+      while (p.step()) pool.insert(p.text(0));
+      while (s.step()) {
+        const std::string name = s.text(0), state = s.text(1);
+        auto it = out.find(name);
+        if (it == out.end()) {  // not lent: a boot node, unless it is a batch node given back
+          if (pool.count(name) || state == "removed") continue;
+          it = out.emplace(name, IcheckNodeInfo{}).first;
+          it->second.name = name;
+        }
+        it->second.manager = state;
+        it->second.agents = static_cast<int>(s.i64(2));
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<IcheckEvent> icheck_events(State& st) {
+  std::vector<IcheckEvent> out;
+  Stmt s(st.db(), "SELECT time, kind, detail FROM events WHERE kind LIKE 'icheck\\_%' ESCAPE '\\' ORDER BY time, id");
+  while (s.step()) out.push_back({s.f64(0), s.text(1), s.text(2)});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -253,20 +254,57 @@ std::string node_state_name(const NodeRecord& n) {
   return n.job_id ? "allocated" : "idle";
 }
 
-nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes) {
+std::string icheck_state_name(const IcheckNodeInfo& i) {
+  if (i.manager == "down") return "down";
+  if (i.lent == "granting") return "lending";
+  if (i.lent == "reclaiming") return "returning";
+  return "icheck";
+}
+
+namespace {
+nlohmann::json icheck_json(const IcheckNodeInfo& i) {
+  return {{"lent", i.lent.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.lent)},
+          {"since", i.since > 0 ? nlohmann::json(i.since) : nlohmann::json(nullptr)},
+          {"change", i.change},
+          {"manager", i.manager.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.manager)},
+          {"agents", i.agents}};
+}
+std::string icheck_reason(const IcheckNodeInfo& i) {
+  return "checkpoint node (iCheck), " + std::to_string(i.agents) + " agent" + (i.agents == 1 ? "" : "s");
+}
+}  // namespace
+
+nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes, const std::map<std::string, IcheckNodeInfo>& ic) {
   nlohmann::json arr = nlohmann::json::array();
   for (auto& n : nodes) {
-    nlohmann::json o = {{"name", n.name},   {"state", node_state_name(n)}, {"base_state", n.state},
-                        {"cpus", n.cpus},   {"reason", n.reason},          {"host", n.host}};
+    auto it = ic.find(n.name);
+    const bool lent = it != ic.end();
+    nlohmann::json o = {{"name", n.name},
+                        {"state", lent && n.state == "up" ? icheck_state_name(it->second) : node_state_name(n)},
+                        {"base_state", n.state},
+                        {"partition", lent ? "icheck" : "batch"},
+                        {"cpus", n.cpus},
+                        {"reason", n.reason},
+                        {"host", n.host}};
     o["job_id"] = n.job_id ? nlohmann::json(n.job_id) : nlohmann::json(nullptr);
     o["reason_time"] = n.reason_time ? nlohmann::json(*n.reason_time) : nlohmann::json(nullptr);
     o["reason_uid"] = n.reason_uid ? nlohmann::json(*n.reason_uid) : nlohmann::json(nullptr);
+    if (lent) o["icheck"] = icheck_json(it->second);
     arr.push_back(o);
+  }
+  std::set<std::string> pool;
+  for (auto& n : nodes) pool.insert(n.name);
+  for (auto& [name, i] : ic) {
+    if (pool.count(name)) continue;
+    arr.push_back({{"name", name}, {"state", icheck_state_name(i)}, {"base_state", i.manager == "down" ? "down" : "up"},
+                   {"partition", "icheck"}, {"cpus", nullptr}, {"reason", ""}, {"host", ""}, {"job_id", nullptr},
+                   {"reason_time", nullptr}, {"reason_uid", nullptr}, {"icheck", icheck_json(i)}});
   }
   return {{"nodes", arr}};
 }
 
-std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header) {
+std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header,
+                         const std::map<std::string, IcheckNodeInfo>& ic) {
   std::ostringstream o;
   char b[512];
   if (header) {
@@ -275,11 +313,43 @@ std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header) {
     o << b;
   }
   for (auto& n : nodes) {
+    auto it = ic.find(n.name);
+    if (it != ic.end() && n.state == "up") {  // lent to iCheck: its state, since when, by the scheduler
+      const IcheckNodeInfo& i = it->second;
+      std::snprintf(b, sizeof b, "%-10s %-10s %4d %-8s %-19s %-10s %s\n", n.name.c_str(), icheck_state_name(i).c_str(),
+                    n.cpus, "-", i.since > 0 ? iso(i.since).c_str() : "Unknown", "-", icheck_reason(i).c_str());
+      o << b;
+      continue;
+    }
     std::string user = n.reason_uid ? user_name(*n.reason_uid) : "Unknown";
     std::snprintf(b, sizeof b, "%-10s %-10s %4d %-8s %-19s %-10s %s\n", n.name.c_str(), node_state_name(n).c_str(),
                   n.cpus, n.job_id ? std::to_string(n.job_id).c_str() : "-",
                   n.reason_time && !n.reason.empty() ? iso(n.reason_time).c_str() : "Unknown",
                   n.reason.empty() ? "-" : user.c_str(), n.reason.empty() ? "none" : n.reason.c_str());
+    o << b;
+  }
+  std::set<std::string> pool;
+  for (auto& n : nodes) pool.insert(n.name);
+  for (auto& [name, i] : ic) {  // iCheck's boot nodes
+    if (pool.count(name)) continue;
+    std::snprintf(b, sizeof b, "%-10s %-10s %4s %-8s %-19s %-10s %s\n", name.c_str(), icheck_state_name(i).c_str(), "-",
+                  "-", "Unknown", "-", icheck_reason(i).c_str());
+    o << b;
+  }
+  return o.str();
+}
+
+std::string render_icheck_events(const std::vector<IcheckEvent>& ev) {
+  std::ostringstream o;
+  char b[600];
+  std::snprintf(b, sizeof b, "%-19s %-15s %s\n", "ICHECK_TIME", "EVENT", "DETAIL");
+  o << b;
+  for (auto& e : ev) {
+    std::string kind = e.kind.rfind("icheck_", 0) == 0 ? e.kind.substr(7) : e.kind;
+    std::string detail = e.detail.substr(0, 400);
+    for (char& c : detail)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    std::snprintf(b, sizeof b, "%-19s %-15s %s\n", iso(e.time).c_str(), kind.c_str(), detail.c_str());
     o << b;
   }
   return o.str();

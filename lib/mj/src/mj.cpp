@@ -395,7 +395,8 @@ int mj_deregister(void) {
 int mj_probe_adapt(int* pending, mj_role* role, mj_order* order) { return probe(0, pending, role, order); }
 
 int mj_wait_adapt(double timeout_s, int* pending, mj_role* role, mj_order* order) {
-  if (!(timeout_s < 1e7) && timeout_s >= 0) return fail(MJ_ERR_ARG, "timeout_s too large");
+  if (std::isnan(timeout_s) || timeout_s >= 1e7)  // NaN would reach the int conversion below
+    return fail(MJ_ERR_ARG, "timeout_s must be below 1e7 seconds (negative: wait forever)");
   int ms = timeout_s < 0 ? -1 : static_cast<int>(std::ceil(timeout_s * 1000));
   return probe(ms, pending, role, order);
 }
@@ -470,7 +471,10 @@ int mj_report_perf(double mpi_s, double compute_s) {
   if (!std::isfinite(mpi_s) || !std::isfinite(compute_s) || mpi_s < 0 || compute_s < 0 || mpi_s + compute_s <= 0 ||
       mpi_s > 1e9 || compute_s > 1e9)
     return fail(MJ_ERR_ARG, "mpi_s and compute_s must be finite, >= 0, with a positive sum");
-  return request({{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}}, nullptr);
+  json body = {{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}};
+  if (int r = ensure_env(); r != MJ_OK) return r;
+  if (!g.node.empty()) body["node"] = g.node;  // where this rank runs: the slow-node detector's attribution
+  return request(body, nullptr);
 }
 
 int mj_report_progress(double fraction) {

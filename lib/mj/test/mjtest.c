@@ -15,6 +15,8 @@
  *   mjtest register-twice  register, deregister, register again (refused)
  *   mjtest commit-bogus    commit an order never sent (refused)
  *   mjtest perf MPI COMP   report performance once
+ *   mjtest badargs         every C API call with an argument it must
+ *                          refuse; one line each: "badargs CALL CODE"
  *   mjtest raw MODE        bad input on a raw connection to MJ_SOCKET:
  *                          garbage (a frame that is not JSON), oversized (a
  *                          frame announcing 1 GiB), half (half a frame, then
@@ -245,6 +247,35 @@ int main(int argc, char** argv) {
     rc = mj_adapt_commit(999999, NULL, 0);
     printf("commit-bogus %d %s\n", rc, mj_last_error());
     return rc == MJ_OK ? 1 : 0;
+  }
+  if (!strcmp(cmd, "badargs")) {
+    int pending = 0;
+    mj_role role;
+    mj_order none = {0}, unknown = {0};
+    unknown.id = 424242;
+    const char* one_null[] = {NULL};
+    char* no_argv[] = {NULL};
+    pid_t pid;
+#define BAD(name, call) printf("badargs %s %d\n", name, (call))
+    BAD("probe-null", mj_probe_adapt(NULL, &role, NULL));
+    BAD("wait-huge-timeout", mj_wait_adapt(1e9, &pending, &role, NULL));
+    BAD("wait-nan-timeout", mj_wait_adapt(0.0 / 0.0, &pending, &role, NULL));
+    BAD("begin-null", mj_adapt_begin(NULL, 0));
+    BAD("begin-id-0", mj_adapt_begin(&none, 0));
+    BAD("begin-unknown-flag", mj_adapt_begin(&unknown, 0x100));
+    BAD("begin-not-pending", mj_adapt_begin(&unknown, 0));
+    BAD("commit-id-0", mj_adapt_commit(0, NULL, 0));
+    BAD("commit-negative-released", mj_adapt_commit(1, NULL, -1));
+    BAD("commit-released-null-list", mj_adapt_commit(1, NULL, 2));
+    BAD("commit-released-null-name", mj_adapt_commit(1, one_null, 1));
+    BAD("progress-above-1", mj_report_progress(1.5));
+    BAD("progress-negative", mj_report_progress(-0.1));
+    BAD("perf-zero-sum", mj_report_perf(0, 0));
+    BAD("perf-infinite", mj_report_perf(1.0 / 0.0, 1));
+    BAD("launch-no-node", mj_launch("", no_argv, &pid));
+    BAD("launch-no-argv", mj_launch("n0", no_argv, &pid));
+#undef BAD
+    return 0;
   }
   if (!strcmp(cmd, "register-twice")) {
     if (check(mj_register(), "register") || check(mj_deregister(), "deregister")) return 1;

@@ -76,7 +76,8 @@ int shrink_for_icheck(Snapshot& s, const PolicyConfig& cfg, int need, std::vecto
 
 /// Alg. 11 lines 8-17 and 28-31: reclaim candidates for the highest-priority
 /// waiting job `d` did not start, when idle nodes plus candidates cover it.
-std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, const Decision& d, int idle_left) {
+std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, const Decision& d, int idle_left,
+                                  bool keep_headroom = false) {
   const IcheckView& ic = s.icheck;
   const int floor = std::max(1, ic.min_nodes);
   const int spare = nodes_held(s) - floor;
@@ -107,7 +108,9 @@ std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, co
     return a->node < b->node;
   });
   std::vector<int> v;
-  for (int i = 0; i < take; ++i) v.push_back(cand[i]->node);
+  double kept = ic.total_mem;
+  for (int i = 0; i < take; ++i) v.push_back(cand[i]->node), kept -= cand[i]->total_mem;
+  if (keep_headroom && !(ic.used_mem <= 0.5 * kept)) return {};
   std::sort(v.begin(), v.end());
   return v;
 }
@@ -152,6 +155,11 @@ Decision decide_icheck(const Snapshot& snap, const PolicyConfig& cfg) {
       d.icheck_request_left = want - static_cast<int>(first.size());
     } else if (want > 0) {  // Alg. 10 lines 35-41: LOW from what the pass left idle
       grant(d, idle_after(s, d), want);
+    } else if (request == 0) {
+      // no request: nodes iCheck no longer fills go back to a waiting job
+      // ([John24 §7.3.2]: "iRM can reclaim nodes from iCheck ... to cater to
+      // the resource demands of a high priority job")
+      d.icheck_reclaims = reclaim_for_head(snap, cfg, d, static_cast<int>(idle_after(s, d).size()), true);
     }
     return d;
   }

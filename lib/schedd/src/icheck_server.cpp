@@ -364,7 +364,14 @@ void IcheckServer::annotate(State& st, sched::Snapshot& snap, const std::vector<
   std::map<std::string, const json*> reported;
   if (status.is_array())
     for (const auto& n : status)
-      if (n.is_object() && n.contains("name") && n["name"].is_string()) reported[n["name"].get<std::string>()] = &n;
+      if (n.is_object() && n.contains("name") && n["name"].is_string()) {
+        reported[n["name"].get<std::string>()] = &n;
+        if (n.value("up", true) && n.contains("total_mem") && n["total_mem"].is_number() && n.contains("avail_mem") &&
+            n["avail_mem"].is_number()) {  // range-checked when the Status was taken
+          ic.total_mem += n["total_mem"].get<double>();
+          ic.used_mem += n["total_mem"].get<double>() - n["avail_mem"].get<double>();
+        }
+      }
   for (size_t i = 0; i < snap.nodes.size() && i < node_ids.size(); ++i) {
     auto it = state_of.find(node_ids[i]);
     if (it == state_of.end()) continue;

@@ -19,6 +19,7 @@
 
 #include "dynres/proto.hpp"
 #include "dynres/requests.hpp"
+#include "dynres/schedd.hpp"
 
 namespace dynres::schedd {
 
@@ -63,12 +64,15 @@ class Intake {
   static constexpr int kMaxTotal = 512;                      ///< all uids together
   static constexpr double kFirstFrameSeconds = 10;
 
+  /// A first frame of fd, complete: the connection leaves the intake and
+  /// the caller owns fd (the connection is switched back to blocking).
+  using Ready = Incoming;
+
   explicit Intake(RateLimitedLog& log) : log_(log) {}
   ~Intake() {
     for (auto& [fd, c] : conns_) ::close(fd);
   }
 
-  struct Ready;
   /// Accept every queued connection. What is already there is read at once:
   /// a client that sent its whole request (the usual case) is served without
   /// ever counting against the caps; only unfinished first frames wait. Over
@@ -128,13 +132,6 @@ class Intake {
     return v;
   }
 
-  /// A first frame of fd, complete: the connection leaves the intake and
-  /// the caller owns fd (the connection is switched back to blocking).
-  struct Ready {
-    int fd;
-    Peer peer;
-    json msg;
-  };
   /// fd is readable: read what is there; the completed first frame, if any.
   /// A connection that closed, sent a malformed or oversized frame, or went
   /// over its uid's byte cap is closed (and logged, rate-limited).

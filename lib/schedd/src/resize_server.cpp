@@ -6,7 +6,7 @@
 //                    {"op":"mj_begin","order":N,"restart":bool}
 //                    {"op":"mj_commit","order":N,"released":[names]}
 //                    {"op":"mj_status","order":N}
-//                    {"op":"mj_perf","mpi_s":x,"compute_s":y} {"op":"mj_progress","fraction":f}
+//                    {"op":"mj_perf","mpi_s":x,"compute_s":y[,"node":NAME]} {"op":"mj_progress","fraction":f}
 //   mjsched -> job   replies {"re":OP,"ok":true,...} or {"re":OP,"error":"..."}
 //                    pushed  {"op":"mj_order","order":N,"kind":"expand"|"shrink","nodes":[...],"count":k,
 //                             "from":n,"to":m,"deadline":t}
@@ -337,6 +337,10 @@ void ResizeServer::handle(State& st, Conn& c, const json& m, double now) {
       if (o.job == c.job) sm += o.mpi_s, sc += o.compute_s;
     double ratio = sc > 0 ? sm / sc : 1e9;
     mtct_[c.job] = ratio;
+    if (auto node = str_member(m, "node"); on_perf_ && !node.empty()) {
+      auto held = book_.nodes(c.job);  // a node the job does not hold is not attributed
+      if (std::find(held.begin(), held.end(), node) != held.end()) on_perf_(c.job, c.pid, node, *mpi, *comp, now);
+    }
     if (now - c.last_write >= 1.0) {
       resize::set_perf(st, c.job, ratio, now);
       c.last_write = now;

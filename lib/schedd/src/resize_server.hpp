@@ -94,6 +94,17 @@ class ResizeServer {
   /// peer uid (mjcontrol resize), every member checked; the reply to send:
   /// {"ok":true,"order":K} or {"error":...}.
   proto::json admin_request(State& st, uint32_t uid, const proto::json& m, const sched::Snapshot& snap, double now);
+  /// Called with every accepted mj_perf report that names one of the job's
+  /// nodes: (job, the reporting process's pid, node name, mpi_s, compute_s,
+  /// now). The slow-node watch (slow_watch.hpp) adds them up per window.
+  using PerfListener = std::function<void(int64_t, pid_t, const std::string&, double, double, double)>;
+  void set_perf_listener(PerfListener f) { on_perf_ = std::move(f); }
+  /// Order job to take exactly `nodes` (names, idle): the second half of a
+  /// slow-node swap. The order id, or std::nullopt with the reason in *why.
+  std::optional<uint64_t> expand_onto(State& st, int64_t job, const std::vector<std::string>& nodes, double now,
+                                      std::string* why) {
+    return send_order(st, job, resize::Kind::expand, nodes, now, why);
+  }
   /// Policy shrinks as counts (the job chooses its nodes; scheduler.resize.shrink_by_count).
   void set_shrink_by_count(bool b) { shrink_by_count_ = b; }
 
@@ -135,6 +146,7 @@ class ResizeServer {
   /// (callers drop it first: expire(), rollback(), or a fresh load()).
   bool settle_unacknowledged(State& st, const resize::Order& o, const std::string& reason, double now);
 
+  PerfListener on_perf_;
   bool shrink_by_count_ = false;
   resize::Book book_;
   resize::Options opt_;

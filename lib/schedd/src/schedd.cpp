@@ -35,6 +35,7 @@
 #include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
+#include "slow_watch.hpp"
 
 namespace dynres::schedd {
 
@@ -245,9 +246,16 @@ ResizeServer& Daemon::resizer() {
     resize_->set_order_hook([this](State& st, int64_t job, int from, int to, double now) {
       icheck().app_info(st, job, from, to, now);
     });
+    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, double mpi, double comp,
+                                      double t) { slow_watch().perf(job, pid, node, mpi, comp, t); });
     resize_->load(state(), now_seconds());
   }
   return *resize_;
+}
+
+SlowWatch& Daemon::slow_watch() {
+  if (!slow_) slow_ = std::make_unique<SlowWatch>(cfg.slow_nodes, [](const std::string& m) { log(m); });
+  return *slow_;
 }
 
 IcheckServer& Daemon::icheck() {
@@ -301,10 +309,12 @@ int Daemon::pass() {
   double now = now_seconds();
   ResizeServer& rz = resizer();
   rz.tick(st, now);  // orders past their deadline are rolled back; ended jobs forgotten
+  slow_watch().pass(st, rz, now);  // migration off slow nodes [HoG14 §5.5] (slow_watch.hpp)
   std::vector<int64_t> node_ids;
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
+  slow_watch().annotate(snap);  // idle nodes promised to a swap
   icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);
@@ -394,7 +404,14 @@ bool Daemon::serve_request(int c, const Peer& peer, const proto::json& m, bool& 
                           {"pid", ::getpid()},
                           {"policy", sched::to_string(cfg.policy.policy)},
                           {"launcher", cfg.launcher},
-                          {"tick", cfg.tick}});
+                          {"tick", cfg.tick},
+                          {"min_interval", cfg.min_interval},
+                          {"stats", {{"passes", stats_.passes},
+                                     {"submissions", stats_.submissions},
+                                     {"submit_groups", stats_.submit_groups},
+                                     {"largest_group", stats_.largest_group},
+                                     {"pass_seconds", stats_.pass_seconds},
+                                     {"submit_seconds", stats_.submit_seconds}}}});
     return false;
   }
   if (op == "wake") {  // a job's supervisor, or a tool: run a pass soon
@@ -429,8 +446,16 @@ bool Daemon::serve_request(int c, const Peer& peer, const proto::json& m, bool& 
   }
   // the tools' requests (dynres/requests.hpp): submit, cancel, hold, ...
   Ctx ctx{state(), home, cfg, Authority{static_cast<uint32_t>(::geteuid())}};
+  auto reply = tool_reply(ctx, peer, m);
+  wake = wake || ctx.wake;
+  proto::send_frame(c, reply);
+  return false;
+}
+
+proto::json Daemon::tool_reply(Ctx& ctx, const Peer& peer, const proto::json& m) {
   auto reply = handle_request(ctx, peer, m);
   if (!reply) {
+    const std::string op = m.value("op", std::string());
     refused_log_("op:" + std::to_string(peer.uid), "refused an unknown request '" + op.substr(0, 64) + "' of uid " +
                                                      std::to_string(peer.uid), now_seconds());
     reply = proto::json{{"error", "unknown request '" + op.substr(0, 64) + "'"}};
@@ -439,9 +464,54 @@ bool Daemon::serve_request(int c, const Peer& peer, const proto::json& m, bool& 
     refused_log_("bad:" + std::to_string(peer.uid), "refused a request of uid " + std::to_string(peer.uid) + ": " +
                      (*reply)["error"].dump(-1, ' ', false, proto::json::error_handler_t::replace).substr(0, 300),
                  now_seconds());
+  return *reply;
+}
+
+bool Daemon::group_committed(const proto::json& m) {
+  if (!m.is_object()) return false;
+  auto op = m.find("op"), t = m.find("test_only");
+  return op != m.end() && *op == "submit" && (t == m.end() || *t != true);
+}
+
+void Daemon::serve_submissions(std::vector<Incoming*>& group, bool& wake) {
+  // Group commit: every submission that arrived together is recorded in one
+  // write transaction (each in its own savepoint, so a refused one changes
+  // nothing), and the answers go out only after the COMMIT: a job id a
+  // client holds is in the state file whatever happens to mjsched next.
+  const double t0 = now_seconds();
+  State& st = state();
+  Ctx ctx{st, home, cfg, Authority{static_cast<uint32_t>(::geteuid())}};
+  std::vector<proto::json> replies(group.size());
+  bool committed = false;
+  try {
+    st.db().write_tx([&] {
+      for (size_t i = 0; i < group.size(); ++i) {
+        if (!st.db().in_transaction()) throw DbError("the transaction ended early");
+        replies[i] = tool_reply(ctx, group[i]->peer, group[i]->msg);
+      }
+      if (!st.db().in_transaction()) throw DbError("the transaction ended early");
+    });
+    committed = true;
+  } catch (const std::exception& e) {  // nothing of the group was kept: each alone, answered with its own outcome
+    log("group commit of " + std::to_string(group.size()) + " submission(s) failed (" + e.what() +
+        "); recording them one by one");
+  }
+  if (!committed)
+    for (size_t i = 0; i < group.size(); ++i) replies[i] = tool_reply(ctx, group[i]->peer, group[i]->msg);
+  stats_.submit_groups += committed ? 1 : static_cast<int64_t>(group.size());
+  stats_.submissions += static_cast<int64_t>(group.size());
+  stats_.largest_group = std::max<int64_t>(stats_.largest_group, committed ? static_cast<int64_t>(group.size()) : 1);
+  stats_.submit_seconds += now_seconds() - t0;
   wake = wake || ctx.wake;
-  proto::send_frame(c, *reply);
-  return false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    try {
+      proto::send_frame(group[i]->fd, replies[i]);
+    } catch (const std::exception& e) {  // the client left: its job is recorded all the same
+      refused_log_("bad:" + std::to_string(group[i]->peer.uid), std::string("answer not delivered: ") + e.what(),
+                   now_seconds());
+    }
+    ::close(group[i]->fd);
+  }
 }
 
 namespace {
@@ -497,17 +567,27 @@ int Daemon::run() {
   Intake intake(*refused_);
   bool wake = true;
   double next_tick = 0;
+  // Pass coalescing: a wake-up (submission, job end, ...) runs a pass at once
+  // when the previous one ended at least min_interval ago, and else when that
+  // interval is over, so a burst of wake-ups is served by one pass. The
+  // interval is stretched to the previous pass's own duration: in a storm on
+  // a long queue, passes take at most half of the daemon's time.
+  double woken_pass_at = 0;
   while (!stop) {
     double now = now_seconds();
-    if (wake || now >= next_tick) {
+    if (now >= next_tick || (wake && now >= woken_pass_at)) {
       try {
         pass();
       } catch (const std::exception& e) {
         log(std::string("pass failed: ") + e.what());
         state_.reset();  // reopen the state file on the next pass
       }
+      ++stats_.passes;
       wake = false;
-      next_tick = now_seconds() + cfg.tick;
+      const double end = now_seconds();
+      stats_.pass_seconds += end - now;
+      next_tick = end + cfg.tick;
+      woken_pass_at = end + std::max(cfg.min_interval, std::min(end - now, cfg.tick));
     }
     std::vector<pollfd> p = {{lfd, POLLIN, 0}, {sfd, POLLIN, 0}};
     const std::vector<int> job_fds = resizer().fds(), node_fds = node_watch().fds(), new_fds = intake.fds();
@@ -515,7 +595,8 @@ int Daemon::run() {
     for (int fd : node_fds) p.push_back({fd, POLLIN, 0});
     for (int fd : new_fds) p.push_back({fd, POLLIN, 0});
     const size_t agents = 2 + job_fds.size(), intake_at = agents + node_fds.size();
-    int timeout = std::max(1, std::min(1000, static_cast<int>((next_tick - now_seconds()) * 1000)));
+    const double until = wake ? std::min(next_tick, woken_pass_at) : next_tick;
+    int timeout = std::max(1, std::min(1000, static_cast<int>(std::ceil((until - now_seconds()) * 1000))));
     if (::poll(p.data(), p.size(), timeout) < 0) continue;
     for (size_t k = agents; k < intake_at; ++k)  // a lost agent wakes a pass at once
       if ((p[k].revents & (POLLIN | POLLHUP | POLLERR)) && node_watch().on_readable(p[k].fd, now_seconds())) wake = true;
@@ -528,7 +609,22 @@ int Daemon::run() {
       }
       wake = true;  // a commit or registration changes what the policy sees
     }
-    auto serve = [&](Intake::Ready& r) {
+    // Every request complete now is served in this round; the submissions
+    // among them together (serve_submissions: one transaction, one pass).
+    std::vector<Intake::Ready> ready;
+    for (size_t k = intake_at; k < p.size(); ++k) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (auto r = intake.on_readable(p[k].fd, now_seconds())) ready.push_back(std::move(*r));
+    }
+    intake.expire(now_seconds());
+    if (p[0].revents & POLLIN)  // complete requests are served now; unfinished first frames wait in the intake
+      intake.accept_all_into(lfd, now_seconds(), ready);
+    std::vector<Incoming*> group;
+    for (auto& r : ready) {
+      if (group_committed(r.msg)) {
+        group.push_back(&r);
+        continue;
+      }
       bool kept = false;
       try {
         kept = serve_request(r.fd, r.peer, r.msg, wake);
@@ -536,20 +632,14 @@ int Daemon::run() {
         refused_log_("bad:" + std::to_string(r.peer.uid), std::string("bad message: ") + e.what(), now_seconds());
       }
       if (!kept) ::close(r.fd);
-    };
-    for (size_t k = intake_at; k < p.size(); ++k) {
-      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (auto r = intake.on_readable(p[k].fd, now_seconds())) serve(*r);
     }
-    intake.expire(now_seconds());
+    if (!group.empty()) serve_submissions(group, wake);
     if (p[1].revents & POLLIN) {
       signalfd_siginfo si;
       (void)!::read(sfd, &si, sizeof si);
       log("signal " + std::to_string(si.ssi_signo) + ": stopping (jobs keep running)");
       break;
     }
-    if (p[0].revents & POLLIN)  // complete requests are served now; unfinished first frames wait in the intake
-      for (auto& r : intake.accept_all(lfd, now_seconds())) serve(r);
   }
   ::close(lfd);
   ::unlink(sched_socket(home).c_str());

@@ -115,7 +115,20 @@ int Db::changes() { return sqlite3_changes(db_); }
 
 namespace {
 /// Run fn inside a transaction opened with `begin`; roll back if it throws.
-void in_transaction(Db& db, sqlite3* h, const char* begin, const std::function<void()>& fn) {
+/// Within an open transaction: a savepoint, rolled back alone if fn throws.
+void run_in_transaction(Db& db, sqlite3* h, const char* begin, const std::function<void()>& fn) {
+  if (!sqlite3_get_autocommit(h)) {
+    db.exec("SAVEPOINT dynres_nested");
+    try {
+      fn();
+      db.exec("RELEASE dynres_nested");
+    } catch (...) {
+      if (!sqlite3_get_autocommit(h))  // SQLite may have rolled the whole transaction back already
+        sqlite3_exec(h, "ROLLBACK TO dynres_nested; RELEASE dynres_nested", nullptr, nullptr, nullptr);
+      throw;
+    }
+    return;
+  }
   db.exec(begin);
   try {
     fn();
@@ -127,9 +140,11 @@ void in_transaction(Db& db, sqlite3* h, const char* begin, const std::function<v
 }
 }  // namespace
 
-void Db::write_tx(const std::function<void()>& fn) { in_transaction(*this, db_, "BEGIN IMMEDIATE", fn); }
+void Db::write_tx(const std::function<void()>& fn) { run_in_transaction(*this, db_, "BEGIN IMMEDIATE", fn); }
 
-void Db::read_tx(const std::function<void()>& fn) { in_transaction(*this, db_, "BEGIN DEFERRED", fn); }
+void Db::read_tx(const std::function<void()>& fn) { run_in_transaction(*this, db_, "BEGIN DEFERRED", fn); }
+
+bool Db::in_transaction() { return !sqlite3_get_autocommit(db_); }
 
 int Db::schema_version(const std::string& module) {
   Stmt t(*this, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'");

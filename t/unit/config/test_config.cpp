@@ -28,6 +28,7 @@ TEST_CASE("config: a missing file gives the defaults", "[config]") {
   CHECK(c.policy.policy == sched::Policy::easy);
   CHECK(c.policy.default_time_limit == Approx(3600));
   CHECK(c.tick == Approx(1.0));
+  CHECK(c.min_interval == Approx(0.05));
   CHECK(c.kill_wait == Approx(5.0));
   CHECK(c.launcher == "local");
 }
@@ -46,12 +47,13 @@ TEST_CASE("config: an empty file gives the defaults", "[config]") {
 TEST_CASE("config: values are read", "[config]") {
   TempDir d;
   auto c = load_config(d.write(
-      "scheduler:\n  policy: fcfs\n  tick: 0.2\n  default_time_limit: 60\n  kill_wait: 0\n"
+      "scheduler:\n  policy: fcfs\n  tick: 0.2\n  min_interval: 0.3\n  default_time_limit: 60\n  kill_wait: 0\n"
       "launcher:\n  type: srun\n"
       "power:\n  anything: 1\n"
       "icheck:\n  whatever: [1, 2]\n"));
   CHECK(c.policy.policy == sched::Policy::fcfs);
   CHECK(c.tick == Approx(0.2));
+  CHECK(c.min_interval == Approx(0.3));
   CHECK(c.policy.default_time_limit == Approx(60));
   CHECK(c.kill_wait == Approx(0));
   CHECK(c.launcher == "srun");
@@ -120,6 +122,8 @@ TEST_CASE("config: bad keys and values are rejected naming the key", "[config]")
       {"scheduler:\n  tick: -1\n", {"scheduler.tick"}},
       {"scheduler:\n  tick: fast\n", {"scheduler.tick"}},
       {"scheduler:\n  kill_wait: -2\n", {"scheduler.kill_wait"}},
+      {"scheduler:\n  min_interval: -0.1\n", {"scheduler.min_interval"}},
+      {"scheduler:\n  min_interval: 61\n", {"scheduler.min_interval"}},
       {"scheduler:\n  kill_wait: soon\n", {"scheduler.kill_wait"}},
       {"scheduler:\n  default_time_limit: 0\n", {"scheduler.default_time_limit"}},
       {"scheduler:\n  default_time_limit: -60\n", {"scheduler.default_time_limit"}},
@@ -174,4 +178,31 @@ TEST_CASE("config: scheduler.icheck (iCheck-aware scheduling)", "[config]") {
                     Contains("scheduler.icheck.status_timeout must be in (0, 86400] seconds"));
   CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favor: icheck\n")),
                     Contains("unknown key 'scheduler.icheck.favor'"));
+}
+
+TEST_CASE("config: scheduler.slow_nodes (migration off slow nodes)", "[config]") {
+  TempDir d;
+  auto dflt = load_config(d.write("scheduler:\n  policy: easy\n"));
+  CHECK(dflt.slow_nodes.enabled);
+  CHECK(dflt.slow_nodes.factor == Approx(1.5));
+  CHECK(dflt.slow_nodes.windows == 3);
+  auto c = load_config(d.write("scheduler:\n  slow_nodes:\n    enabled: false\n    factor: 2.5\n    windows: 4\n"
+                               "    window: 0.5\n    cooldown: 30\n    restart_cost: 3.5\n"));
+  CHECK_FALSE(c.slow_nodes.enabled);
+  CHECK(c.slow_nodes.factor == Approx(2.5));
+  CHECK(c.slow_nodes.windows == 4);
+  CHECK(c.slow_nodes.window == Approx(0.5));
+  CHECK(c.slow_nodes.cooldown == Approx(30));
+  CHECK(c.slow_nodes.restart_cost == Approx(3.5));
+  for (const char* bad : {"factor: 1", "factor: 0.5", "factor: .nan", "windows: 0", "windows: 2.5", "window: 0",
+                          "window: -1", "cooldown: -1", "restart_cost: -3", "enabled: perhaps", "periods: 3"}) {
+    INFO(bad);
+    auto path = d.write(std::string("scheduler:\n  slow_nodes:\n    ") + bad + "\n");
+    try {
+      load_config(path);
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("scheduler.slow_nodes." + std::string(bad).substr(0, std::string(bad).find(':'))));
+    }
+  }
 }

@@ -238,7 +238,16 @@ TEST_CASE("Alg. 11: mostly free iCheck nodes are reclaimed for the waiting head"
     d = decide(s, c);
     CHECK(d.icheck_reclaims.empty());
   }
-  SECTION("not under favour icheck") {
+  SECTION("favour icheck: the same reclaim while no request is pending and iCheck keeps headroom") {
+    s.icheck.total_mem = 40 * GiB;  // a 10 GiB boot node beside the three lent ones
+    s.icheck.used_mem = 5 * GiB;    // 20 GiB kept after the reclaim: at most half used
+    d = decide(s, cfg_of(IcheckFavour::icheck, Policy::easy));
+    CHECK(d.icheck_reclaims == V{1, 2});
+    s.icheck.used_mem = 10.5 * GiB;  // more than half of what stays: iCheck still needs them
+    d = decide(s, cfg_of(IcheckFavour::icheck, Policy::easy));
+    CHECK(d.icheck_reclaims.empty());
+    s.icheck.used_mem = 5 * GiB;
+    request(s, 1, Urgency::low);  // a LOW request: iCheck still wants nodes
     d = decide(s, cfg_of(IcheckFavour::icheck, Policy::easy));
     CHECK(d.icheck_reclaims.empty());
   }

@@ -164,6 +164,40 @@ TEST_CASE("db: write_tx rolls back on an exception", "[db]") {
   REQUIRE_THROWS_WITH(st.db().exec("SELECT * FROM no_such_table"), Contains("no_such_table"));
 }
 
+TEST_CASE("db: transactions nest as savepoints (group commit)", "[db]") {
+  // mjsched records the submissions that arrive together in one transaction,
+  // each inside its own write_tx: a refused one is undone alone, the others
+  // become visible to other connections only with the group's COMMIT.
+  TempDir d;
+  State st(d.db(), true);
+  State other(d.db());
+  int64_t a = 0, c = 0;
+  st.db().write_tx([&] {
+    CHECK(st.db().in_transaction());
+    a = st.submit(make_job("a"));
+    REQUIRE_THROWS_AS(st.db().write_tx([&] {
+      st.submit(make_job("b"));
+      throw std::runtime_error("refused");
+    }),
+                      std::runtime_error);
+    CHECK(st.db().in_transaction());  // the group goes on
+    c = st.submit(make_job("c"));
+    CHECK(count(other, "SELECT COUNT(*) FROM jobs") == 0);  // nothing visible before the COMMIT
+  });
+  CHECK_FALSE(st.db().in_transaction());
+  CHECK(count(other, "SELECT COUNT(*) FROM jobs") == 2);
+  CHECK(other.job(a)->name == "a");
+  CHECK(other.job(c)->name == "c");
+  CHECK(count(other, "SELECT COUNT(*) FROM jobs WHERE name='b'") == 0);
+  CHECK(count(other, "SELECT COUNT(*) FROM events WHERE kind='submit'") == 2);
+  // an exception that leaves the group rolls all of it back
+  REQUIRE_THROWS(st.db().write_tx([&] {
+    st.submit(make_job("d"));
+    throw std::runtime_error("group lost");
+  }));
+  CHECK(count(other, "SELECT COUNT(*) FROM jobs") == 2);
+}
+
 TEST_CASE("nodes: register is idempotent and keeps node state", "[state]") {
   TempDir d;
   State st(d.db(), true);

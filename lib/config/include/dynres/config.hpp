@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dynres/sched.hpp"
+#include "dynres/slow_nodes.hpp"
 
 namespace dynres {
 
@@ -16,6 +17,12 @@ class ConfigError : public std::runtime_error {
 struct Config {
   sched::PolicyConfig policy;     ///< scheduler.policy, scheduler.default_time_limit
   double tick = 1.0;              ///< scheduler.tick: seconds between passes (Alg. 1)
+  /// scheduler.min_interval: seconds a wake-up waits after the end of the
+  /// previous pass (Slurm's sched_min_interval), so that a burst of
+  /// submissions or job ends is served by one pass; a wake-up after a quiet
+  /// spell runs a pass at once. The daemon also waits the last pass's own
+  /// duration, so passes take at most half its time in a storm.
+  double min_interval = 0.05;
   double kill_wait = 5.0;         ///< scheduler.kill_wait: seconds from SIGTERM to SIGKILL
   std::string launcher = "local"; ///< launcher.type: local | srun
   /// scheduler.resize: the live resize protocol (mjsched(8) RESIZE PROTOCOL)
@@ -31,6 +38,9 @@ struct Config {
   /// scheduler.icheck.status_timeout: seconds after the controller's last
   /// Status before the scheduler stops lending it nodes [John24 §7.3.1.1]
   double icheck_status_timeout = 30;
+  /// scheduler.slow_nodes: migration off slow nodes [HoG14 §5.5.1]
+  /// (dynres/slow_nodes.hpp, dynres.yaml(5)).
+  sched::SlowNodeConfig slow_nodes;
 };
 
 /// Load path; a missing file gives the defaults. Throws ConfigError naming

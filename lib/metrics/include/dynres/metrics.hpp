@@ -56,6 +56,32 @@ inline constexpr int64_t kIcheckAllocation = -1;
 /// (seconds). Empty when the scheduler never lent a node.
 std::vector<AllocationRecord> icheck_allocations(State& st, double now);
 
+/// A node the checkpoint service holds [John24 §7.3]: a node of the batch
+/// pool the scheduler lent (mjsched's table icheck_lent) or one of iCheck's
+/// own boot nodes (outside the batch pool, known from the controller's table
+/// icheck_nodes), as mjstat -N shows it.
+struct IcheckNodeInfo {
+  std::string name;
+  std::string lent;     ///< granting | held | reclaiming; "" for a boot node
+  double since = 0;     ///< when the lending entered that state (seconds since the epoch); 0 unknown
+  int64_t change = 0;   ///< Resource change id of the lending (0 for a boot node)
+  std::string manager;  ///< the controller's view: up | relaunching | down | removed; "" unknown
+  int agents = 0;       ///< agents up on the node
+};
+/// Every node iCheck holds, lent ones and boot ones (a node the controller
+/// marked removed and the scheduler no longer lends is left out), by name.
+/// Empty when neither table exists.
+std::map<std::string, IcheckNodeInfo> icheck_nodes_view(State& st);
+
+/// One iCheck event of the scheduler's log (kinds icheck_request,
+/// icheck_grant, icheck_node_up, icheck_grant_failed, icheck_reclaim,
+/// icheck_node_returned, icheck_reclaim_refused), oldest first.
+struct IcheckEvent {
+  double time = 0;
+  std::string kind, detail;
+};
+std::vector<IcheckEvent> icheck_events(State& st);
+
 /// Multiply every time of the records by factor (relative to the first
 /// submission), to report a time-scaled run in unscaled seconds.
 void rescale_times(std::vector<JobRecord>& jobs, std::vector<AllocationRecord>& allocs, double factor);

@@ -1,6 +1,7 @@
 // Text and JSON views of jobs for mjstat(1): squeue-like queue, scontrol-like
 // detail, metrics table and a one-line summary.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,30 @@ std::string render_detail(const JobRecord& j, double now);
 /// sinfo's node state of n: idle, allocated, draining (drained, a job still
 /// on it), drained, down.
 std::string node_state_name(const NodeRecord& n);
+/// The state mjstat -N shows for a node iCheck holds [John24 §7.3]: lending
+/// (NEW_NODES sent, its manager not yet registered), icheck (the checkpoint
+/// service's), returning (REMOVE_NODES sent, not yet answered); down when
+/// the controller marked its manager down.
+std::string icheck_state_name(const IcheckNodeInfo& i);
 /// Nodes like `sinfo -N -l`: NODELIST STATE CPUS JOBID TIMESTAMP USER REASON
 /// (TIMESTAMP and USER: when and by whom a node was set down or drained).
-std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header = true);
-/// {"nodes":[{"name","state","base_state","cpus","job_id","reason",
-/// "reason_time" (seconds since the epoch),"reason_uid","host"}...]}.
-nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes);
+/// Nodes in `ic` (icheck_nodes_view) show their iCheck state, the time it
+/// was entered and the reason "checkpoint node (iCheck), N agents"; iCheck's
+/// boot nodes, outside the batch pool, follow the batch nodes (CPUS -).
+std::string render_nodes(const std::vector<NodeRecord>& nodes, bool header = true,
+                         const std::map<std::string, IcheckNodeInfo>& ic = {});
+/// {"nodes":[{"name","state","base_state","partition" (batch|icheck),"cpus",
+/// "job_id","reason","reason_time" (seconds since the epoch),"reason_uid",
+/// "host", and for nodes iCheck holds "icheck":{"lent" (granting|held|
+/// reclaiming|null for a boot node),"since","change","manager","agents"}}...]}.
+nlohmann::json nodes_to_json(const std::vector<NodeRecord>& nodes,
+                             const std::map<std::string, IcheckNodeInfo>& ic = {});
+
+/// iCheck's events for mjstat --history: a header line, then one line per
+/// event: TIME (local, YYYY-MM-DDTHH:MM:SS), EVENT (request, grant, node_up,
+/// grant_failed, reclaim, node_returned, reclaim_refused) and DETAIL (the
+/// nodes, or the urgency and node count of a request).
+std::string render_icheck_events(const std::vector<IcheckEvent>& ev);
 
 /// Metrics as an aligned two-column table with units.
 std::string render_metrics(const Metrics& m, int nodes);

@@ -146,7 +146,9 @@ struct Node {
 /// scheduler.icheck.favour) [John24 §7.3.2.2]:
 ///   icheck        Alg. 10: a HIGH request is served first, from idle nodes,
 ///                 else by shrinking running malleable jobs (lowest MTCT
-///                 first); a LOW one from the idle nodes left after the pass.
+///                 first); a LOW one from the idle nodes left after the
+///                 pass; with no request, mostly free nodes are reclaimed
+///                 for a waiting job as below.
 ///   applications  Alg. 11: LOW requests are dropped; a HIGH one gets the
 ///                 idle nodes left after the pass (the rest is dropped);
 ///                 iCheck nodes with mostly free memory are reclaimed for a
@@ -185,6 +187,10 @@ struct IcheckView {
   int fixed_nodes = 0;
   /// iCheck keeps at least min_nodes (>= 1) and holds at most max_nodes.
   int min_nodes = 1, max_nodes = 1;
+  /// Bytes in use and in all over every up node of the controller's Status
+  /// (boot nodes too): favour icheck reclaims only while what stays is at
+  /// most half used.
+  double used_mem = 0, total_mem = 0;
 };
 
 /// Everything a policy may look at. `waiting` is in priority order (FCFS:
@@ -481,7 +487,12 @@ struct PolicyConfig {
 ///     pass, and the request stays pending (icheck_request_left) until the
 ///     next pass grants the released nodes. A LOW request takes the idle
 ///     nodes left after the policy's starts and expansions, the rest is
-///     dropped.
+///     dropped. With no request pending, nodes are reclaimed for a waiting
+///     job as under favour applications ([John24 §7.3.2]: iRM reclaims
+///     iCheck nodes for a high-priority job), but only while iCheck's used
+///     memory stays at most half of the total of the nodes it keeps
+///     (IcheckView::used_mem, total_mem): a node it just asked for and still
+///     needs is not taken back.
 ///   favour applications (Alg. 11): a LOW request is dropped (a note says
 ///     so); a HIGH request takes the idle nodes left after the policy, the
 ///     rest is dropped. With no HIGH request, when the highest-priority

@@ -26,6 +26,15 @@ class PowerView;
 class RateLimitedLog;
 class NodeWatch;
 class IcheckServer;
+class SlowWatch;
+
+/// A connection's first frame, complete: the peer's kernel identity and the
+/// request. Whoever holds it owns fd.
+struct Incoming {
+  int fd;
+  Peer peer;
+  proto::json msg;
+};
 
 /// Build the policy's view of the cluster from the state file (one read
 /// transaction). Held pending jobs and jobs whose begin time is later than
@@ -87,6 +96,8 @@ struct Daemon {
   std::vector<std::string> last_notes_;   ///< the policy's notes of the previous pass (logged on change)
   std::unique_ptr<NodeWatch> nodes_;     ///< node agents' liveness (mjnoded)
   std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
+  std::unique_ptr<SlowWatch> slow_;      ///< migration off slow nodes [HoG14 §5.5]
+  SlowWatch& slow_watch();
   State& state();
   ResizeServer& resizer();
   /// The request dispatcher: the first frame m of a connection from peer
@@ -95,6 +106,22 @@ struct Daemon {
   /// (dynres/requests.hpp). Returns true when the connection was handed over
   /// (a job's mj_hello) and must stay open.
   bool serve_request(int fd, const Peer& peer, const proto::json& m, bool& wake);
+  /// handle_request for a tool's request, with unknown ops and refusals
+  /// logged (rate-limited per uid); never throws.
+  proto::json tool_reply(Ctx& ctx, const Peer& peer, const proto::json& m);
+  /// A submission that is recorded in a group commit (not --test-only).
+  static bool group_committed(const proto::json& m);
+  /// The submissions that arrived together: recorded in one write
+  /// transaction, then answered (only after the COMMIT) and closed. When the
+  /// group's transaction fails, each is recorded and answered alone.
+  void serve_submissions(std::vector<Incoming*>& group, bool& wake);
+  /// Counters for ping's "stats": passes run, submissions served, the
+  /// groups they were committed in and the largest group; seconds spent in
+  /// passes and in recording and answering submissions (wall clock).
+  struct Stats {
+    int64_t passes = 0, submissions = 0, submit_groups = 0, largest_group = 0;
+    double pass_seconds = 0, submit_seconds = 0;
+  } stats_;
   /// Refused connections and messages, at most a few lines per peer per 10 s.
   std::unique_ptr<RateLimitedLog> refused_;
   void refused_log_(const std::string& key, const std::string& msg, double now);

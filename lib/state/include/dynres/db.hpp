@@ -84,11 +84,19 @@ class Db {
 
   /// Run fn inside BEGIN IMMEDIATE ... COMMIT; ROLLBACK and rethrow on
   /// any exception, so a failed change leaves the file untouched.
+  /// Inside a transaction already open on this connection (a group commit,
+  /// see mjsched(8)), fn runs in a SAVEPOINT instead: its changes are undone
+  /// alone when it throws, and become durable with the enclosing COMMIT.
   void write_tx(const std::function<void()>& fn);
 
   /// Run fn inside BEGIN (deferred) ... COMMIT: every statement of fn reads
   /// the same snapshot of the file (no change committed meanwhile is seen).
+  /// Nested in an open transaction, as write_tx.
   void read_tx(const std::function<void()>& fn);
+
+  /// True while a transaction is open on this connection (SQLite may end
+  /// one on its own after some errors: a group commit checks this).
+  bool in_transaction();
 
   /// Apply a module's migrations in order (module = "core", "icheck", ...).
   /// migrations[k] brings the module from version k to k+1. Runs in one

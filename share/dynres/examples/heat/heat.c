@@ -28,8 +28,9 @@
  *                which is exactly heat's row split;
  *   "iteration"  the number of completed iterations (int, ICHECK_CONSTANT).
  * A commit happens after every K-th completed iteration (--ckpt-every K,
- * 0 = never). If icheck_init reports RESTART, icheck_restart_all() restores
- * both and the run continues after the stored iteration — on any process
+ * 0 = never). If icheck_init reports RESTART, icheck_redistribute() restores
+ * each of them (one call per label) and the run continues after the stored
+ * iteration — on any process
  * count: a checkpoint of N ranks restarted on M != N ranks is redistributed
  * by iCheck (each rank gets its new rows; the grid size must be the same).
  * This is how a malleable heat job resizes [John24 §7.4.4]: --stop-at N
@@ -474,7 +475,11 @@ int main(int argc, char** argv) {
 #endif
     if (status == ICHECK_STATUS_RESTART) {
       double t0 = now_s();
-      check_ic(icheck_restart_all(), "icheck_restart_all");
+      /* one icheck_redistribute per label [John24 §7.4.2, Listing 7.2]: this
+       * rank's rows straight from the agents' memory (or the second level),
+       * on any process count */
+      check_ic(icheck_redistribute("grid", u + nx, (size_t)lrows * (size_t)nx), "icheck_redistribute(grid)");
+      check_ic(icheck_redistribute("iteration", &iter_done, 1), "icheck_redistribute(iteration)");
       double dt = max_over_ranks(now_s() - t0);
       if (iter_done < 0 || iter_done > iters) {
         fprintf(stderr, "heat: restored iteration %d outside 0..%ld\n", iter_done, iters);

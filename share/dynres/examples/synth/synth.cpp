@@ -13,8 +13,8 @@
  * "iteration") and/or writes one collectively with MPI-IO (cp_mpiio), every
  * probe_interval it calls icheck_probe_agents, and at fault_inject it kills
  * itself with SIGKILL. If icheck_init reports a checkpoint (RESTART) the run
- * restores it and continues from the stored iteration counter; a restarted
- * run never injects a fault again. The last line (rank 0) is
+ * restores it (one icheck_redistribute per label) and continues from the
+ * stored iteration counter; a restarted run never injects a fault again. The last line (rank 0) is
  *
  *   synth: checksum=<16 hex digits> iterations=<n>
  *
@@ -554,7 +554,11 @@ int main(int argc, char** argv) {
                   status == ICHECK_STATUS_RESTART ? "restart" : "new", now_s() - t0);
     if (status == ICHECK_STATUS_RESTART && c.restart) {
       const double t1 = now_s();
-      check_ic(par, icheck_restart_all(), "icheck_restart_all");
+      // one icheck_redistribute per label [John24 §7.4.2, Listing 7.2]: this
+      // rank's part straight from the agents (or the second level), on any
+      // rank count in cp_global mode
+      check_ic(par, icheck_redistribute("array", data, n_local), "icheck_redistribute(array)");
+      check_ic(par, icheck_redistribute("iteration", &iter_done, 1), "icheck_redistribute(iteration)");
       const double dt = max_over_ranks(par, now_s() - t1);
       restarted = true;
       if (say)

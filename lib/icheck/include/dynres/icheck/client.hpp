@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "icheck.h"
 
@@ -31,6 +32,16 @@ namespace dynres::icheck {
 
 class ClientImpl;
 class Comm;
+
+/// One RMA read of icheck_redistribute: bytes [off, off+len) of old rank
+/// `slot`'s piece of version v, held by agent `agent`, into dst (inside
+/// memory given to Client::add_read_target first).
+struct AgentRead {
+  int agent = 0, slot = 0;
+  int64_t v = 0;
+  uint64_t off = 0, len = 0;
+  char* dst = nullptr;
+};
 
 /// What the data redistribution (lib/icheck/src/adapt.cpp, [John24 §7.4.1])
 /// needs to know about the restart a Client would do.
@@ -77,11 +88,25 @@ class Client {
   /// each old rank's region `meta_label` (at most max_meta bytes). Returns
   /// the same JSON text on every rank: {"ok":true, "slots":[{"agent", "total",
   /// "regions"}] (index = old rank), "meta":[text]} or {"ok":false, "err"}.
-  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta);
+  /// defer_verify (icheck_redistribute): the agents check their pieces'
+  /// checksums on a second connection each while the ranks already read;
+  /// verify_wait() collects the verdict.
+  std::string agent_pieces(int64_t v, int n, const std::string& meta_label, size_t max_meta, bool defer_verify = false);
+  /// Collective: "" when every agent asked by a deferred agent_pieces found
+  /// its pieces intact (or none was asked), else why not; same on every rank.
+  std::string verify_wait();
   /// This rank: RMA of bytes [off, off+len) of old rank `slot`'s piece of v
   /// from agent `agent` (index in the agent list) into dst. false (and
   /// last_error) on any failure.
   bool read_agent(int agent, int slot, int64_t v, uint64_t off, void* dst, uint64_t len);
+  /// icheck_redistribute (redistribute.cpp): register [p, p+n) once as the
+  /// target of read_agents; clear_read_targets drops every registration.
+  bool add_read_target(char* p, uint64_t n);
+  void clear_read_targets();
+  /// This rank: every read of `reads`, the agents in parallel (one request
+  /// in flight per agent; per agent one rbegin/rend per old rank). false
+  /// (and last_error) on any failure.
+  bool read_agents(const std::vector<AgentRead>& reads);
   /// Record a failure text for last_error().
   void set_error(const std::string& e);
 

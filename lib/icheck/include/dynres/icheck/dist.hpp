@@ -258,37 +258,54 @@ inline Loc locate(const Layout& l, uint64_t g) {
   return {-1, 0, 0};
 }
 
+/// locate() for many elements of one layout: Explicit layouts through a
+/// table of their non-empty ranks sorted by offset (log P per lookup).
+class Locator {
+ public:
+  explicit Locator(const Layout& l) : l_(l) {
+    if (l.kind != Kind::Explicit) return;
+    for (size_t i = 0; i < l.counts.size(); ++i)
+      if (l.counts[i]) order_.push_back(i);
+    std::sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return l.offsets[a] < l.offsets[b]; });
+  }
+  Loc operator()(uint64_t g) const {
+    if (l_.kind != Kind::Explicit) return locate(l_, g);
+    auto it = std::upper_bound(order_.begin(), order_.end(), g, [&](uint64_t x, size_t i) { return x < l_.offsets[i]; });
+    const size_t i = *(it - 1);
+    return {int(i), g - l_.offsets[i], l_.offsets[i] + l_.counts[i] - g};
+  }
+
+ private:
+  const Layout& l_;
+  std::vector<size_t> order_;
+};
+
+/// Append the copies filling local elements [dst, dst + len) of a new rank
+/// from the global run [g, g + len) of the old layout (`where`), merging a
+/// copy with the previous one when both sides continue it.
+inline void append_moves(std::vector<Move>& out, const Locator& where, uint64_t g, uint64_t len, uint64_t dst) {
+  while (len) {
+    Loc p = where(g);
+    const uint64_t n = std::min(p.run, len);
+    if (!out.empty() && out.back().src_rank == p.rank && out.back().src_off + out.back().len == p.local &&
+        out.back().dst_off + out.back().len == dst)
+      out.back().len += n;
+    else
+      out.push_back({p.rank, p.local, dst, n});
+    g += n, len -= n, dst += n;
+  }
+}
+
 /// Redistribution plan for new rank r of `to`: the copies that fill its
 /// local buffer from the local buffers of `from`'s ranks, in destination
 /// order, adjacent copies merged. Both layouts valid with equal global.
-/// Explicit sources are looked up through a sorted table (log P per run).
 inline std::vector<Move> plan(const Layout& from, const Layout& to, int r) {
   std::vector<Move> out;
-  std::vector<size_t> order;  // Explicit: non-empty ranks sorted by offset
-  if (from.kind == Kind::Explicit) {
-    for (size_t i = 0; i < from.counts.size(); ++i)
-      if (from.counts[i]) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return from.offsets[a] < from.offsets[b]; });
-  }
-  auto where = [&](uint64_t g) -> Loc {
-    if (from.kind != Kind::Explicit) return locate(from, g);
-    auto it = std::upper_bound(order.begin(), order.end(), g, [&](uint64_t x, size_t i) { return x < from.offsets[i]; });
-    const size_t i = *(it - 1);
-    return {int(i), g - from.offsets[i], from.offsets[i] + from.counts[i] - g};
-  };
+  const Locator where(from);
   uint64_t dst = 0;
   for (const Seg& s : segments(to, r)) {
-    uint64_t g = s.off, left = s.len;
-    while (left) {
-      Loc p = where(g);
-      const uint64_t n = std::min(p.run, left);
-      if (!out.empty() && out.back().src_rank == p.rank && out.back().src_off + out.back().len == p.local &&
-          out.back().dst_off + out.back().len == dst)
-        out.back().len += n;
-      else
-        out.push_back({p.rank, p.local, dst, n});
-      g += n, left -= n, dst += n;
-    }
+    append_moves(out, where, s.off, s.len, dst);
+    dst += s.len;
   }
   return out;
 }

@@ -96,6 +96,12 @@ struct AgentOptions {
   /// hold; 0 = no fixed limit (the node's MemAvailable still applies).
   /// Larger requests are refused with "nomem: ..." before any allocation.
   uint64_t max_bytes = 0;
+  /// The node's checkpoint memory left, as its manager counted it at its last
+  /// heartbeat (a file holding one number of bytes, written by the manager
+  /// when started with --mem-limit-gb); "" = no node budget. A piece larger
+  /// than that budget minus what this agent took since the file last changed
+  /// is refused with "nomem: ..." like one above MemAvailable.
+  std::string node_budget_file;
 };
 
 /// Run the agent until a shutdown request or *stop becomes true. Returns 0 on

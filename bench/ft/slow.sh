@@ -1,0 +1,127 @@
+#!/bin/bash
+# slow.sh — what migration off a slow node [HoG14 §5.5] gains. heat
+# --malleable (iCheck, one MPI rank per node through mj-rank-node, libmjprof
+# reporting every 0.3 s) on 3 of the 4 compute nodes of a local cluster
+# (5 nodes, the last one iCheck's); --throttle-after seconds after heat
+# registered, the job's second node is put under a CPU quota of --percent %
+# of one core (vcluster-throttle; released after the run). Two clusters
+# run side by side: slow-node migration on (scheduler.slow_nodes window 2 s,
+# windows 3, factor 1.5, cooldown 60 s) and off (enabled: false); the runs
+# take turns, never at the same time. Modes:
+#   plain     unthrottled, migration on (the same-run baseline; must not migrate)
+#   stay      throttled, migration off (the job stays on the slow node)
+#   migrate   throttled, migration on (swapped onto the idle node)
+# Per run: runtime_s (start -> end), detect_s (throttle -> slow_node event),
+# the migrate event's break_even and cost (seconds), migrations, and the
+# checksum (must equal the fixed-size run). Prints medians per mode, the
+# runtime ratios to plain and migrate/stay, the median detection time and
+# the break-even remaining time: the restart cost measured in the migrate
+# runs (two resizes per swap) over 1 - 1/ratio.
+#
+#   bench/ft/slow.sh [--reps 5] [--percent 2] [--throttle-after 2]
+#                    [--iters 1200] [--nx 800] [--ny 600]
+set -uo pipefail
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${DYNRES_BUILD:-$SRC/build}
+BIN=$BUILD/bin
+export PATH=$BIN:$SRC/share/dynres:$PATH
+REPS=5 PCT=2 AFTER=2 ITERS=1200 NX=800 NY=600
+while (($#)); do
+  case $1 in
+    --reps) REPS=$2; shift 2 ;;
+    --percent) PCT=$2; shift 2 ;;
+    --throttle-after) AFTER=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --nx) NX=$2; shift 2 ;;
+    --ny) NY=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "slow.sh: unknown option '$1'" >&2; exit 1 ;;
+  esac
+done
+die() { echo "slow.sh: $*" >&2; exit 1; }
+for v in REPS PCT ITERS NX NY; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+[[ $AFTER =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--throttle-after must be seconds"
+LIB=$BUILD/lib/libmjprof.so
+[[ -x $BIN/heat && -f $LIB ]] || die "heat and libmjprof.so must be built"
+[[ $(id -u) == 0 ]] || die "vcluster-throttle needs root (cgroups)"
+TOP=$(mktemp -d "${TMPDIR:-/tmp}/dynres-ftslow-XXXXXX")
+cleanup() {
+  for c in on off; do
+    for n in n1 n2 n3 n4; do vcluster-throttle --dir "$TOP/$c" --release "$n" >/dev/null 2>&1; done
+    vcluster-down --dir "$TOP/$c" >/dev/null 2>&1
+  done
+}
+trap cleanup EXIT
+boot() {  # DIR ENABLED
+  vcluster-boot --local 5 --dir "$1" --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30 >/dev/null ||
+    die "vcluster-boot $1 failed"
+  sed -i "s/^scheduler:\$/scheduler:\n  slow_nodes:\n    enabled: $2\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 60/" \
+    "$1/dynres.yaml"
+  kill "$(cat "$1/mjsched.pid")"
+  for _ in $(seq 100); do [[ -e $1/mjsched.pid ]] || break; sleep 0.1; done
+  mjsched --home "$1" --daemon || die "mjsched did not start again in $1"
+  for _ in $(seq 100); do [[ -S $1/mjsched.sock ]] && break; sleep 0.1; done
+}
+boot "$TOP/on" true
+boot "$TOP/off" false
+q() { sqlite3 -cmd '.timeout 5000' "$1/state.db" "$2"; }
+ARGS="--nx $NX --ny $NY --iters $ITERS -q"
+# shellcheck disable=SC2086
+ref=$(heat $ARGS --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
+echo "# slow.sh: heat $ARGS on 3 of 4 nodes; throttle n2 to $PCT % of one core ${AFTER} s after heat registered;" \
+  "$REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+printf '%-8s %4s %10s %9s %11s %7s %5s %s\n' mode rep runtime_s detect_s break_even_s cost_s migr checksum
+declare -A RT DT BE CO
+for rep in $(seq "$REPS"); do
+  for mode in plain stay migrate; do
+    C=$TOP/on
+    [[ $mode == stay ]] && C=$TOP/off
+    W=$C/work; mkdir -p "$W"
+    printf '%s\n' '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
+      "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 mj-rank-node \\" \
+      "  $BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml $ARGS" >"$W/job.sh"
+    id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh) || die "mjsub failed"
+    for _ in $(seq 600); do [[ $(q "$C" "SELECT phase FROM mj_jobs WHERE job_id=$id") == accepting ]] && break; sleep 0.1; done
+    t0=""
+    if [[ $mode != plain ]]; then
+      sleep "$AFTER"
+      vcluster-throttle --dir "$C" n2 "$PCT" >/dev/null || echo "# throttle failed ($mode $rep)" >&2
+      t0=$(date +%s.%N)
+    fi
+    for _ in $(seq 36000); do
+      s=$(q "$C" "SELECT state FROM jobs WHERE id=$id")
+      [[ $s == RUNNING || $s == PENDING ]] || break
+      sleep 0.1
+    done
+    vcluster-throttle --dir "$C" --release n2 >/dev/null 2>&1
+    rt=$(q "$C" "SELECT printf('%.2f', end_time - start_time) FROM jobs WHERE id=$id")
+    ck=$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$id.out" | tail -1)
+    [[ $ck == "$ref" ]] && ck=ok || ck="BAD($ck) state=$s"
+    ds=$(q "$C" "SELECT MIN(time) FROM events WHERE job_id=$id AND kind='slow_node'")
+    dt=-
+    [[ -n $t0 && -n $ds ]] && dt=$(awk -v a="$t0" -v b="$ds" 'BEGIN { printf "%.2f", b - a }')
+    mg=$(q "$C" "SELECT detail FROM events WHERE job_id=$id AND kind='migrate' ORDER BY id LIMIT 1")
+    nm=$(q "$C" "SELECT COUNT(*) FROM events WHERE job_id=$id AND kind='migrate'")
+    be=$(sed -n 's/.* break_even=\([0-9.]*\).*/\1/p' <<<"$mg")
+    # measured pause of the migration: both restart-based resizes, adapt-begin -> commit
+    co=$(q "$C" "SELECT printf('%.2f', SUM(settled - begun)) FROM resize_orders WHERE job_id=$id AND state='committed' AND begun IS NOT NULL")
+    printf '%-8s %4s %10s %9s %11s %7s %5s %s\n' "$mode" "$rep" "$rt" "$dt" "${be:--}" "${co:--}" "$nm" "$ck"
+    RT[$mode]+="$rt "
+    [[ $dt != - ]] && DT[$mode]+="$dt "
+    [[ -n $be ]] && BE[$mode]+="$be "
+    [[ -n $co ]] && CO[$mode]+="$co "
+  done
+done
+med() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo
+echo "# medians over $REPS reps"
+p=$(med "${RT[plain]}") s=$(med "${RT[stay]}") m=$(med "${RT[migrate]}")
+printf 'runtime_s      plain %s  stay %s  migrate %s\n' "$p" "$s" "$m"
+awk -v p="$p" -v s="$s" -v m="$m" 'BEGIN { printf "ratio          stay/plain %.2f  migrate/plain %.2f  migrate/stay %.2f\n", s / p, m / p, m / s }'
+printf 'detect_s       stay %s  migrate %s (throttle -> slow_node event)\n' "$(med "${DT[stay]:-}")" "$(med "${DT[migrate]:-}")"
+cost=$(med "${CO[migrate]:-}")
+r=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.2f", s / p }')
+printf 'migration      measured pause %s s (two restart-based resizes); policy break-even (its estimate) %s s\n' \
+  "$cost" "$(med "${BE[migrate]:-}")"
+awk -v c="$cost" -v r="$r" 'BEGIN { if (c == "-" || r <= 1) print "break-even     -"; else
+  printf "break-even     remaining time above %.1f s pays (measured pause %.2f s / (1 - 1/%.2f), slowdown stay/plain)\n", c / (1 - 1 / r), c, r }'

@@ -1,0 +1,152 @@
+#include "dynres/slow_nodes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace dynres::sched {
+
+const char* to_string(MigrationKind k) { return k == MigrationKind::swap ? "swap" : "shrink"; }
+
+double compute_share(const RankSample& r) {
+  if (!(r.compute_s >= 0) || !(r.mpi_s >= 0) || !std::isfinite(r.compute_s) || !std::isfinite(r.mpi_s)) return -1;
+  const double t = r.compute_s + r.mpi_s;
+  return t > 0 ? r.compute_s / t : -1;
+}
+
+double break_even(double ratio, double after, double cost) {
+  if (!(cost > 0)) return 0;
+  if (!(ratio > after)) return std::numeric_limits<double>::infinity();
+  return cost / (1 - after / ratio);
+}
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Per node of the job: its value over the job's median in window w, for
+/// the nodes with data; empty when the window has no comparison.
+std::map<int, double> ratios(const PerfWindow& w, const std::set<int>& held) {
+  std::map<int, std::vector<double>> per_node;
+  std::vector<double> all;
+  for (auto& r : w.ranks) {
+    if (!held.count(r.node)) continue;
+    const double v = compute_share(r);
+    if (v < 0) continue;
+    per_node[r.node].push_back(v);
+    all.push_back(v);
+  }
+  std::map<int, double> out;
+  if (per_node.size() < 2) return out;
+  const double m = median(all);
+  for (auto& [node, vals] : per_node) {
+    const double v = median(vals);
+    // a median of 0 (every other rank only waited): any computing node is slow
+    out[node] = m > 0 ? v / m : (v > 0 ? std::numeric_limits<double>::infinity() : 0);
+  }
+  return out;
+}
+}  // namespace
+
+SlowReaction find_slow_nodes(const Snapshot& snap, const std::vector<JobWindows>& jobs, const SlowNodeConfig& cfg) {
+  SlowReaction out;
+  if (!cfg.enabled || cfg.windows < 1) return out;
+  std::set<int> given;  // idle nodes already promised to a swap of this call
+  for (auto& jw : jobs) {
+    auto rj = std::find_if(snap.running.begin(), snap.running.end(), [&](auto& r) { return r.id == jw.job; });
+    if (rj == snap.running.end() || rj->nodes.empty()) continue;
+    const std::set<int> held(rj->nodes.begin(), rj->nodes.end());
+    // streaks, newest window first
+    std::map<int, int> streak;
+    std::map<int, double> least;  // smallest ratio over the streak
+    std::set<int> broken;
+    for (auto w = jw.windows.rbegin(); w != jw.windows.rend(); ++w) {
+      for (auto& [node, ratio] : ratios(*w, held)) {
+        if (broken.count(node)) continue;
+        if (ratio > cfg.factor) {
+          if (streak[node] < cfg.windows) {
+            ++streak[node];
+            least[node] = least.count(node) ? std::min(least[node], ratio) : ratio;
+          }
+        } else {
+          broken.insert(node);
+        }
+      }
+    }
+    std::vector<SlowNode> found;
+    for (auto& [node, n] : streak)
+      if (n >= cfg.windows) found.push_back({jw.job, node, least[node]});
+    if (found.empty()) continue;
+    out.slow.insert(out.slow.end(), found.begin(), found.end());
+    // the slowest node first; ties: the highest index
+    std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.ratio != b.ratio ? a.ratio > b.ratio : a.node > b.node; });
+    const int first = *held.begin();
+    const SlowNode* pick = nullptr;
+    for (auto& s : found)
+      if (s.node != first) {
+        pick = &s;
+        break;
+      }
+    auto note = [&](const std::string& why) { out.notes.push_back({jw.job, why}); };
+    if (!pick) {
+      note("slow node " + snap.nodes.at(first).name + " is the job's first node (its batch script runs there): not moved");
+      continue;
+    }
+    const std::string name = snap.nodes.at(pick->node).name;
+    if (rj->kind != JobKind::malleable || !rj->accepting) {
+      note("slow node " + name + ": the job does not accept resize orders");
+      continue;
+    }
+    if (rj->adapting || snap.adapting) {
+      note("slow node " + name + ": a resize order is outstanding");
+      continue;
+    }
+    if (jw.last_migration >= 0 && snap.now - jw.last_migration < cfg.cooldown) {
+      note("slow node " + name + ": within the cooldown (migrated " +
+           std::to_string(static_cast<long>(snap.now - jw.last_migration)) + " s ago)");
+      continue;
+    }
+    const double cost = jw.restart_cost >= 0 ? jw.restart_cost : std::max(0.0, cfg.restart_cost);
+    const bool known = jw.remaining >= 0;
+    int idle = -1;
+    for (size_t i = 0; i < snap.nodes.size() && idle < 0; ++i)
+      if (snap.nodes[i].up && snap.nodes[i].job == 0 && !given.count(static_cast<int>(i))) idle = static_cast<int>(i);
+    Migration m{jw.job, MigrationKind::swap, pick->node, idle, pick->ratio, jw.remaining, 0, 2 * cost};
+    std::string why;
+    if (idle >= 0) {
+      m.break_even = break_even(pick->ratio, 1, m.cost);
+      if (!known || jw.remaining > m.break_even) {  // the swap pays for its two resizes
+        given.insert(idle);
+        out.migrations.push_back(m);
+        continue;
+      }
+      why = "swap onto " + snap.nodes[idle].name + " does not pay";
+    } else {
+      why = "no idle node";
+    }
+    const int n = static_cast<int>(held.size());
+    const int left = largest_admissible(rj->constraint, std::max(1, rj->min_nodes), n - 1);
+    if (left == n - 1) {
+      m = {jw.job, MigrationKind::shrink, pick->node, -1, pick->ratio, jw.remaining, 0, cost};
+      m.break_even = break_even(pick->ratio, static_cast<double>(n) / (n - 1), cost);
+      if (!known || jw.remaining > m.break_even) {  // the shrink pays for its resize
+        out.migrations.push_back(m);
+        continue;
+      }
+      why += "; a shrink does not pay";
+    } else {
+      why += "; the job cannot shrink to " + std::to_string(n - 1) + " node(s)";
+    }
+    char b[160];
+    std::snprintf(b, sizeof b, " (remaining %.0f s, ratio %.2f, restart cost %.1f s)", jw.remaining, pick->ratio, cost);
+    note("slow node " + name + ": " + why + b);
+  }
+  return out;
+}
+
+}  // namespace dynres::sched

@@ -1,0 +1,71 @@
+// mjsched's watch for slow nodes (mjsched(8) SLOW NODES, [HoG14 §5.5]):
+// adds up the ranks' mj_perf reports (compute and MPI seconds, per node)
+// into windows of scheduler.slow_nodes.window seconds, runs the pure
+// detector (dynres/slow_nodes.hpp) and carries out its migrations over the
+// resize protocol: a swap is a shrink away from the slow node, then, once
+// that committed, an expand onto the idle node kept for the job meanwhile;
+// a shrink is one order. Events (state file, mjstat --history):
+//   slow_node  "node=N ratio=R windows=K"
+//   migrate    "kind=swap|shrink from=N to=M|- order=K ratio=R remaining=S break_even=B cost=C"
+//   migrate_expand "node=M order=K"   (the second half of a swap)
+//   migrate_note   why a slow node was not moved (once per reason)
+// Single-threaded: called from the daemon's loop.
+#pragma once
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dynres/slow_nodes.hpp"
+
+namespace dynres {
+class State;
+}
+
+namespace dynres::schedd {
+
+class ResizeServer;
+
+class SlowWatch {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  SlowWatch(sched::SlowNodeConfig cfg, Log log) : cfg_(cfg), log_(std::move(log)) {}
+
+  /// One rank's report (ResizeServer's perf listener): seconds in MPI and
+  /// computing since its previous report, on `node` (one of the job's).
+  void perf(int64_t job, pid_t pid, const std::string& node, double mpi_s, double compute_s, double now);
+
+  /// Once per pass, before the policy: close the windows that are due,
+  /// detect, migrate, and send the expand half of swaps whose shrink
+  /// committed. Jobs no longer running are forgotten.
+  void pass(State& st, ResizeServer& rz, double now);
+
+  /// Keep the idle nodes promised to swaps out of the policy's hands
+  /// (marked as held by the swapping job in snap).
+  void annotate(sched::Snapshot& snap) const;
+
+ private:
+  struct Acc {
+    std::string node;
+    double mpi = 0, comp = 0;
+  };
+  struct Job {
+    double window_start = -1;
+    std::map<pid_t, Acc> ranks;                  ///< the open window
+    std::vector<std::vector<std::pair<std::string, Acc>>> windows;  ///< closed ones, oldest first
+    std::vector<double> ends;                    ///< their end times
+    double last_migration = -1;
+    std::string swap_from, swap_to;  ///< a swap whose expand half is still to come
+    uint64_t swap_order = 0;         ///< its shrink order
+    std::set<std::string> announced;  ///< slow nodes logged (until the next migration)
+    std::string last_note;
+  };
+  sched::SlowNodeConfig cfg_;
+  Log log_;
+  std::map<int64_t, Job> jobs_;
+};
+
+}  // namespace dynres::schedd
