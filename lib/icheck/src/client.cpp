@@ -38,25 +38,32 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
       reply = {{"mode", "rdma"}, {"agents", l}};
     } else if (!s.cfg.controllers.empty()) {
       try {
-        reply = s.ctl({{"op", "register"}, {"app", s.app}, {"uid", s.uid}, {"nodes", s.comm.nodes()},
-                       {"procs", s.comm.size()}, {"strategy", s.cfg.dyn.strategy}, {"host", hostname()},
-                       {"pid", ::getpid()}},
-                      s.cfg.request_timeout_ms);
+        reply = s.ctl(s.register_msg(), s.cfg.request_timeout_ms);
         reply["mode"] = "rdma";
       } catch (const std::exception& e) {
-        reply = {{"mode", "direct"}, {"reason", e.what()}};
+        // a configuration the controller refuses (the N:M rule of MA-MA,
+        // [John24 §7.2.2]) fails icheck_init instead of hiding in direct mode
+        const bool refused = std::string(e.what()).find("invalid: malleability") != std::string::npos;
+        reply = {{"mode", refused ? "error" : "direct"}, {"reason", e.what()}};
       }
     }
   }
   const double t_reg = now_s();
   reply = json::parse(s.comm.bcast(reply.dump()));
+  if (reply["mode"] == "error") {
+    s.last_error = reply.value("reason", std::string("registration refused"));
+    if (s.comm.rank() == 0) std::fprintf(stderr, "icheck: icheck_init: %s\n", s.last_error_.c_str());
+    return ICHECK_EINVAL;
+  }
   s.app_id = reply.value("app_id", -1LL);
   s.app_token = reply.value("app_token", std::string());
   if (reply.contains("params")) s.apply_params(reply["params"]);
   s.version = reply.value("version", int64_t(0));
   s.mode = "direct";
-  if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) s.mode = "rdma";
-  else if (reply["mode"] == "rdma")
+  if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) {
+    s.mode = "rdma";
+    s.add_readers(reply);
+  } else if (reply["mode"] == "rdma")
     s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
   const int64_t acknowledged = s.version;  // newest version the controller recorded as committed
   const double t_conn = now_s();
@@ -301,10 +308,7 @@ int Client::probe(const icheck_hints* hints) {
   if (s.comm.rank() == 0 && !s.cfg.controllers.empty() && !s.cfg.direct) {
     try {
       if (s.app_id < 0) {
-        reply = s.ctl({{"op", "register"}, {"app", s.app}, {"uid", s.uid}, {"nodes", s.comm.nodes()},
-                       {"procs", s.comm.size()}, {"strategy", s.cfg.dyn.strategy}, {"host", hostname()},
-                       {"pid", ::getpid()}},
-                      s.cfg.request_timeout_ms);
+        reply = s.ctl(s.register_msg(), s.cfg.request_timeout_ms);
         reply["changed"] = true;
       } else {
         reply = s.ctl({{"op", "probe"}, {"app_id", s.app_id}, {"tsync", t},
@@ -327,6 +331,7 @@ int Client::probe(const icheck_hints* hints) {
   s.extra.clear();
   if (s.connect_agents(reply["agents"])) {
     s.mode = "rdma";
+    s.add_readers(reply);
     return ICHECK_OK;
   }
   s.mode = "direct";

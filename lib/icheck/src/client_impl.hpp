@@ -179,6 +179,11 @@ class ClientImpl {
   void ensure_fabric(const std::string& prov);
   /// Collective: connect every rank to its agent. true when all succeeded.
   bool connect_agents(const json& list);
+  /// The register request (with the batch job id, MJ_JOB_ID, when set).
+  json register_msg() const;
+  /// Append the reply's "readers" (agents retired by an MA-MA shrink that
+  /// still hold the old ranks' pieces) to agent_list, for the restore only.
+  void add_readers(const json& reply);
 
   void ensure_buffer(size_t total);
 

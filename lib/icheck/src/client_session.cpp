@@ -20,12 +20,34 @@ json ClientImpl::ctl(const json& msg0, int timeout_ms) {
       } catch (const WireError& e) {
         err = a + ": " + e.what();
         if (std::string(e.what()).find("perm") != std::string::npos) throw;
+        if (std::string(e.what()).find("invalid: malleability") != std::string::npos) throw;  // asking again changes nothing
       }
     }
     if (cfg.controllers.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200 * (attempt + 1)));
   }
   throw WireError("controller unreachable: " + err);
+}
+
+json ClientImpl::register_msg() const {
+  json m = {{"op", "register"}, {"app", app}, {"uid", uid}, {"nodes", comm.nodes()}, {"procs", comm.size()},
+            {"strategy", cfg.dyn.strategy}, {"host", hostname()}, {"pid", ::getpid()}};
+  // the batch job this runs in: the scheduler's APP_INFO names it [John24 §7.3.1.1]
+  if (const char* j = std::getenv("MJ_JOB_ID"); j && *j) {
+    char* end = nullptr;
+    const long long v = std::strtoll(j, &end, 10);
+    if (end && !*end && v > 0) m["job"] = v;
+  }
+  return m;
+}
+
+void ClientImpl::add_readers(const json& reply) {
+  // agents a shrink of MA-MA retired [John24 §7.2.2]: they still hold the
+  // old ranks' pieces, so the restore reads them (after agent_list's
+  // committing agents), but nothing is committed to them
+  if (!reply.contains("readers") || !reply["readers"].is_array() || reply["readers"].size() > 4096) return;
+  for (const auto& r : reply["readers"])
+    if (r.is_object() && r.contains("address") && r["address"].is_string()) agent_list.push_back(r);
 }
 
 void ClientImpl::ctl_quiet(const json& msg0) {

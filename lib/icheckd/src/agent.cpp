@@ -390,12 +390,22 @@ class Agent {
           return;
         } else if (op == "flush") {  // also from the manager (no hello): the whole agent
           flush_all(true, int(opt_u64(m, "timeout_ms", 120000, 3600000)));
+        } else if (op == "retire") {
+          // also from the manager (no hello): a REMOVE_NODES moves this agent
+          // off its node [John24 Alg. 9]: from now on no commit begins or is
+          // published here (the library falls back to the second level for
+          // it), so the flush that follows holds the newest version; reads
+          // and flushes go on. {"on": false} lifts the fence.
+          retiring_ = m.value("on", true);
+          r["retiring"] = retiring_.load();
         } else if (op == "test_corrupt" && test_ops_) {
           r["pieces"] = test_corrupt(need_u64(m, "v"));
         } else if (!c.hello) {
           throw std::runtime_error("state: hello first");
         } else if (c.slot < 0 && (op == "begin" || op == "chunk" || op == "end" || op == "publish" || op == "versions")) {
           throw std::runtime_error("state: a reader connection cannot " + op);
+        } else if ((op == "begin" || op == "publish") && retiring_) {
+          throw std::runtime_error("retiring: this agent is being moved off its node; no new version here");
         } else if (op == "begin") {
           auto p = std::make_shared<Piece>();
           p->slot = c.slot;
@@ -901,6 +911,7 @@ class Agent {
   }();
   std::string self_addr_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> retiring_{false};  ///< "retire": no commit begins or is published here
   std::mutex fab_mu_;
   std::map<std::string, std::unique_ptr<Fabric>> fabrics_;
   std::mutex mu_;

@@ -217,6 +217,14 @@ json Controller::handle(const json& m, long uid) {
     return probe(m);
   }
   if (op == "status") return status(uid);
+  if (op == "app_info") {  // the scheduler's APP_INFO, also through this socket (mjsched(8))
+    if (uid < 0 || !is_service(uid)) {
+      std::fprintf(stderr, "icheckd controller: refused app_info from uid %ld: only the iCheck service (uid %ld) may send it\n",
+                   uid, long(::geteuid()));
+      throw std::runtime_error("perm: only the iCheck service (uid " + std::to_string(::geteuid()) + ") may send app_info");
+    }
+    return app_info(m);
+  }
   const int64_t app_id = owned_app(m, uid, op);
   if (op == "version") {
     const int64_t app = app_id;
@@ -248,7 +256,7 @@ json Controller::handle(const json& m, long uid) {
     // Stop the agents only once the whole set's newest version is on the
     // second level; otherwise they keep it in memory (a rerun restarts
     // from them) rather than lose it.
-    if (!flush_set(app)) {
+    if (!newest_durable(app)) {
       std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
                    (long long)app);
       return {{"ok", true}, {"kept_agents", true}};
@@ -314,12 +322,19 @@ json Controller::reg(const json& m, long peer) {
   if (peer >= 0 && !is_service(peer) && long(uid) != peer) throw std::runtime_error("perm: uid mismatch");
   AppShape shape{int(int_in(m, "nodes", 1, 1, kMaxAppNodes, "register")),
                  int(int_in(m, "procs", 1, 1, kMaxAppProcs, "register")), m.value("strategy", "mr") == "shmr"};
-  Stmt q(*db_, "SELECT id, num_agents, version, token FROM icheck_apps WHERE name = ? AND uid = ?");
+  // the batch job it runs in (MJ_JOB_ID): APP_INFO names the job
+  const int64_t job = int_in(m, "job", 0, 0, int64_t(1) << 62, "register");
+  Stmt q(*db_, "SELECT id, num_agents, version, token, nodes, procs, strategy FROM icheck_apps WHERE name = ? AND uid = ?");
   q.bind(1, name).bind(2, int64_t(uid));
   int64_t id = -1, version = 0;
-  int num = 0;
+  int num = 0, old_res = 0;
   std::string token;
-  if (q.step()) id = q.i64(0), num = int(q.i64(1)), version = q.i64(2), token = q.is_null(3) ? "" : q.text(3);
+  if (q.step()) {
+    id = q.i64(0), num = int(q.i64(1)), version = q.i64(2), token = q.is_null(3) ? "" : q.text(3);
+    old_res = int(q.text(6) == "shmr" ? q.i64(4) : q.i64(5));
+  }
+  const int new_res = shape.shmr ? shape.num_nodes : shape.num_procs;
+  const AgentsMode mode = parse_agents_mode(agents_mode_of(cfg_, name)).value_or(AgentsMode::ma_ra);
   q.reset();  // end the read: a statement kept open would pin a stale snapshot
               // and make this connection's writes fail "database is locked"
               // once the lease thread (own connection) has written
@@ -334,26 +349,45 @@ json Controller::reg(const json& m, long peer) {
     bool up = false;
     json agents = agents_of(id, &up);
     tx([&] {
-      Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, updated = ? WHERE id = ?")
-          .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, wall()).bind(4, id).run();
+      Stmt(*db_, "UPDATE icheck_apps SET is_active = 1, nodes = ?, procs = ?, strategy = ?, updated = ?, job_id = ? "
+                 "WHERE id = ?")
+          .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, shape.shmr ? "shmr" : "mr").bind(4, wall())
+          .bind(5, job).bind(6, id).run();
     });
+    if (up && old_res > 0 && old_res != new_res) {  // a resized job: its agents follow it (Alg. 7)
+      json l = follow_job(id, name, uid, old_res, new_res, shape);
+      return {{"app_id", id}, {"app_token", token}, {"agents", l["agents"]}, {"readers", l["readers"]},
+              {"version", version}, {"params", params()}};
+    }
     if (up && int(agents.size()) <= agent_upper_bound(shape, dyn_))  // restart: same agents (l. 17-19)
-      return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
-    if (up && !flush_set(id)) {  // the set must not go before its newest version is durable
+      return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"readers", readers_of(id)},
+              {"version", version}, {"params", params()}};
+    if (up && !newest_durable(id)) {  // the set must not go before its newest version is durable
       std::fprintf(stderr, "icheckd controller: application %lld: keeping its agents (newest version not durable)\n",
                    (long long)id);
       return {{"app_id", id}, {"app_token", token}, {"agents", agents}, {"version", version}, {"params", params()}};
     }
     stop_agents(id, false);
+    if (old_res > 0 && old_res != new_res)
+      num = resize_agent_count(mode, num, old_res, new_res, agent_upper_bound(shape, dyn_));
     num = std::clamp(num, 1, agent_upper_bound(shape, dyn_));
   } else {
     num = initial_agent_count(shape, dyn_);  // l. 15-16
+    // §7.2.2: MA-MA keeps N:M, so N must be a multiple of M from the start
+    if (mode == AgentsMode::ma_ma)
+      if (std::string why = nm_ratio_problem(mode, new_res, std::min(num, room)); !why.empty()) {
+        std::fprintf(stderr, "icheckd controller: refused registration of %s (uid %u): malleability ma-ma: %s\n",
+                     name.c_str(), uid, why.c_str());
+        throw std::runtime_error("invalid: malleability: " + name + " (ma-ma, " + std::to_string(new_res) + " " +
+                                 (shape.shmr ? "nodes" : "processes") + ", " + std::to_string(std::min(num, room)) +
+                                 " agents): " + why);
+      }
     token = random_token();
     tx([&] {
-      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token) "
-                 "VALUES(?,?,?,?,?,?,-1,?,?)")
+      Stmt(*db_, "INSERT INTO icheck_apps(name, uid, nodes, procs, strategy, num_agents, old_tsync, updated, token, "
+                 "job_id) VALUES(?,?,?,?,?,?,-1,?,?,?)")
           .bind(1, name).bind(2, int64_t(uid)).bind(3, shape.num_nodes).bind(4, shape.num_procs)
-          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).run();
+          .bind(5, shape.shmr ? "shmr" : "mr").bind(6, num).bind(7, wall()).bind(8, token).bind(9, job).run();
       id = db_->last_insert_id();
     });
     busy.emplace(*this, id);
@@ -375,12 +409,29 @@ json Controller::probe(const json& m) {
   uint32_t uid = uint32_t(q.i64(1));
   CountState cs{int(q.i64(2)), q.f64(3), int(q.i64(4)), q.i64(5) != 0};
   bool needs = q.i64(6) != 0 || m.value("failed", false);
+  const bool moved = q.i64(6) == 2;
   AppShape shape{int(int_in(m, "nodes", q.i64(7), 1, kMaxAppNodes, "probe")),
                  int(int_in(m, "procs", q.i64(8), 1, kMaxAppProcs, "probe")), q.text(9) == "shmr"};
+  const int old_res = int(q.text(9) == "shmr" ? q.i64(7) : q.i64(8));
   q.reset();  // see reg()
   bool up = false;
   json cur = agents_of(id, &up);
   if (!up) needs = true;
+  const int new_res = shape.shmr ? shape.num_nodes : shape.num_procs;
+  if (up && moved) {  // a REMOVE_NODES moved agents of it (drain_node): the set is ready, reconnect
+    tx([&] { Stmt(*db_, "UPDATE icheck_apps SET needs_change = 0 WHERE id = ?").bind(1, id).run(); });
+    return {{"changed", true}, {"agents", cur}, {"readers", readers_of(id)}, {"num_agents", cur.size()},
+            {"params", params()}};
+  }
+  if (up && !needs && old_res > 0 && new_res != old_res) {  // resized in place: the agents follow it (Alg. 7)
+    tx([&] {
+      Stmt(*db_, "UPDATE icheck_apps SET nodes = ?, procs = ? WHERE id = ?")
+          .bind(1, shape.num_nodes).bind(2, shape.num_procs).bind(3, id).run();
+    });
+    json l = follow_job(id, name, uid, old_res, new_res, shape);
+    return {{"changed", true}, {"agents", l["agents"]}, {"readers", l["readers"]}, {"num_agents", l["num_agents"]},
+            {"params", params()}};
+  }
   CountState next = cs;
   if (dyn_.is_dynamic_as && !needs) next = next_agent_count(cs, m.value("tsync", -1.0), shape, dyn_);
   if (needs) next.num_agents = std::clamp(cs.num_agents, 1, agent_upper_bound(shape, dyn_));
@@ -396,7 +447,7 @@ json Controller::probe(const json& m) {
   // The old agents go only once their newest version is on the second
   // level (all of them up: a flush failure keeps them, the change waits
   // for a later probe); with agents lost, what they held is gone anyway.
-  if (up && !flush_set(id)) {
+  if (up && !newest_durable(id)) {
     std::fprintf(stderr, "icheckd controller: application %lld: agent change postponed (newest version not durable)\n",
                  (long long)id);
     return {{"changed", false}, {"num_agents", cs.num_agents}, {"params", params()}};

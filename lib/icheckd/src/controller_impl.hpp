@@ -250,7 +250,45 @@ class Controller {
   std::string node_address(const std::string& n);
 
   /// Alg. 6: place `count` agents for app and start them through the managers.
-  json start_agents(int64_t app, const std::string& name, uint32_t uid, int count);
+  /// Started agents are recorded in `state` ('up', or 'prepared' for an APP_INFO).
+  json start_agents(int64_t app, const std::string& name, uint32_t uid, int count, const char* state = "up");
+
+  // ---- agents that follow a resized job (controller_malleable.cpp) [John24 §7.2, §7.3.1]
+
+  /// New agent layout of application `app` (agents all up) whose resources
+  /// (processes for MR, nodes for SHMR) change from cur_res to new_res, in
+  /// its icheck.yaml malleability mode (Alg. 7, resize_agent_count). More
+  /// agents: the APP_INFO-prepared ones first, then new ones appended (the
+  /// old agents stay, with what they hold). Fewer: the agents past the new
+  /// count become 'retiring' — listed as readers, so that the new ranks
+  /// restore the old ranks' pieces from them, never committed to — and stop
+  /// once the application commits a newer version (retire_superseded).
+  /// Returns {agents, readers, num_agents}. Caller holds mu_ (AppBusy).
+  json follow_job(int64_t app, const std::string& name, uint32_t uid, int cur_res, int new_res, const AppShape& shape);
+  /// Agents of `app` in state 'retiring' (address list for the restore).
+  json readers_of(int64_t app);
+  /// Monitor: stop the retiring agents of applications that committed a
+  /// version newer than retire_after, and prepared agents nobody took
+  /// within kPreparedTtl s. Caller holds mu_ through tl_lock_.
+  void retire_superseded();
+  /// APP_INFO [John24 §7.3.1.1, Alg. 9 lines 40-42]: job `job` is about to
+  /// be resized from `from` to `to` nodes; prepare the application's agent
+  /// layout (start the agents MA-MA will add). Every field range-checked;
+  /// an unknown job is refused ("noent: ...") and nothing changes.
+  json app_info(const json& m);
+  static constexpr double kPreparedTtl = 120;  ///< s an APP_INFO-prepared agent waits for its job
+
+  // ---- REMOVE_NODES with agents (controller_sched.cpp) [John24 Alg. 9 lines 1-16]
+
+  /// Move every agent off node n: flag it draining (no placement there),
+  /// and for each application with agents there: fence those agents
+  /// ("retire": no new commit on them; a commit in flight falls back to the
+  /// second level), flush the whole set, check that the second level holds
+  /// the newest version the application committed, start replacements on
+  /// the other nodes and mark the application for an agent change (its next
+  /// probe); then stop the fenced agents. false (+why) when a version could
+  /// not be made durable: the node is kept (draining cleared, fence lifted).
+  bool drain_node(const std::string& n, std::string* why);
 
   /// Send one request per node to that node's manager, all nodes at once and
   /// without the lock; `make` builds the request from the node's agent ids.
@@ -272,6 +310,11 @@ class Controller {
   /// durable (manifest written); failures are logged. The agents keep
   /// running either way.
   bool flush_set(int64_t app);
+  /// The newest version application `app` committed is on the second level:
+  /// flush_set() succeeded, or (it failed) the second level holds a valid
+  /// version at least as new as the one the controller recorded (the
+  /// library wrote it itself after an agent failed). Caller holds mu_.
+  bool newest_durable(int64_t app);
 
   bool stop_agents(int64_t app, bool flush);
 

@@ -8,9 +8,14 @@ void Controller::monitor(std::atomic<bool>* stop) {
   while (!*stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(int(cfg_.heartbeat_interval * 500)));
     try {
-      std::lock_guard<std::mutex> g(mu_);
+      std::unique_lock<std::mutex> g(mu_);
+      tl_lock_ = &g;  // network calls of retire_superseded() release it
+      struct Clear {
+        ~Clear() { tl_lock_ = nullptr; }
+      } clear;
       check_epoch();
       check_nodes();
+      retire_superseded();
       if (wall() - last_dyn > dyn_.read_interval) {  // Listing 6.2 readInterval
         dyn_ = load_dynamic(cfg_.dynamic_file, cfg_.dyn);
         last_dyn = wall();
@@ -72,6 +77,8 @@ void Controller::lose_agents(const std::string& n) {
                "(SELECT app_id FROM icheck_agents WHERE node = ? AND state = 'up')")
         .bind(1, n).run();
     Stmt(*db_, "UPDATE icheck_agents SET state = 'lost' WHERE node = ? AND state = 'up'").bind(1, n).run();
+    // retiring and prepared agents exit with their manager too: nothing counts on them
+    Stmt(*db_, "UPDATE icheck_agents SET state = 'gone' WHERE node = ? AND state IN ('retiring','prepared')").bind(1, n).run();
   });
 }
 
@@ -182,7 +189,7 @@ json Controller::heartbeat(const json& m) {
     if (!a.is_string()) continue;
     Stmt q(*db_, "SELECT state FROM icheck_agents WHERE id = ? AND node = ?");
     q.bind(1, a.get<std::string>()).bind(2, node);
-    if (q.step() && q.text(0) != "up") stop_ids.push_back(a);
+    if (q.step() && q.text(0) != "up" && q.text(0) != "retiring" && q.text(0) != "prepared") stop_ids.push_back(a);
   }
   if (!stop_ids.empty())
     std::fprintf(stderr, "icheckd controller: node %s: asking the manager to stop %zu agent(s) no longer in use\n",
@@ -192,12 +199,14 @@ json Controller::heartbeat(const json& m) {
 
 std::vector<NodeStatus> Controller::nodes() {
   std::vector<NodeStatus> out;
-  Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node AND a.state = 'up') "
-               "FROM icheck_nodes n");
+  // agents that hold memory there count against its capacity; a draining
+  // node (REMOVE_NODES in progress) gets no new agent
+  Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node AND "
+               "a.state IN ('up','retiring','prepared')), n.draining FROM icheck_nodes n");
   while (q.step()) {
     NodeStatus s;
     s.node = q.text(0);
-    s.up = q.text(1) == "up";
+    s.up = q.text(1) == "up" && q.i64(4) == 0;
     json mt = json::parse(q.text(2), nullptr, false);
     if (mt.is_object()) {
       s.avail_mem = mt.value("avail_mem", 0.0);

@@ -31,9 +31,17 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (*stop) break;
     std::vector<LinkNode> nodes;
+    json apps = json::array();  // the applications by batch job: APP_INFO names them
     try {
       std::lock_guard<std::mutex> g(mu_);
       check_epoch();
+      // active, or between the exit and the relaunch of a restart-based resize (1 h at most)
+      Stmt pa(*db_, "SELECT job_id, num_agents, name FROM icheck_apps WHERE job_id > 0 AND (is_active = 1 OR updated > ?) "
+                    "ORDER BY updated DESC LIMIT 4096");
+      pa.bind(1, wall() - 3600);
+      while (pa.step())
+        apps.push_back({{"job", pa.i64(0)}, {"agents", std::max<int64_t>(0, pa.i64(1))},
+                        {"mode", agents_mode_of(cfg_, pa.text(2))}});
       Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node "
                    "AND a.state = 'up') FROM icheck_nodes n WHERE n.state != 'removed' ORDER BY n.node");
       while (q.step()) {
@@ -72,17 +80,44 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
                   {"nodes", st},
                   {"min_nodes", min_nodes},
                   {"max_nodes", max_nodes},
-                  {"fixed_nodes", std::min(fixed, max_nodes)}});
+                  {"fixed_nodes", std::min(fixed, max_nodes)},
+                  {"apps", apps}});
     if (!a || !a->contains("changes") || !(*a)["changes"].is_array()) continue;
 
     // reactive scaler (Alg. 9)
+    try {
     for (const auto& c : (*a)["changes"]) {
+      if (c.is_object() && c.value("kind", "") == "APP_INFO" && c.contains("change") && c["change"].is_number_integer()) {
+        bool good = false;
+        {
+          std::unique_lock<std::mutex> g(mu_);
+          tl_lock_ = &g;  // app_info's agent starts release it
+          struct Clear {
+            ~Clear() { tl_lock_ = nullptr; }
+          } clear;
+          try {
+            app_info(c);  // every field range-checked there; an unknown job is refused
+            good = true;
+          } catch (const Fenced&) {
+            throw;
+          } catch (const std::exception& e) {
+            say("APP_INFO change " + std::to_string(c["change"].get<int64_t>()) + " refused: " + e.what());
+          }
+        }
+        ask({{"op", "ic_response"}, {"change", c["change"]}, {"kind", "APP_INFO"}, {"ok", good}});
+        continue;
+      }
       if (!c.is_object() || !c.contains("change") || !c["change"].is_number_integer() || !c.contains("nodes") ||
           !c["nodes"].is_array() || c["nodes"].size() > 4096)
         continue;
       const std::string kind = c.value("kind", "");
       std::vector<std::string> ok, failed;
-      std::lock_guard<std::mutex> g(mu_);
+      std::string why_failed;
+      std::unique_lock<std::mutex> g(mu_);
+      tl_lock_ = &g;  // drain_node's network calls release it
+      struct Clear {
+        ~Clear() { tl_lock_ = nullptr; }
+      } clear;
       for (const auto& x : c["nodes"]) {
         if (!x.is_object() || !x.contains("name") || !x["name"].is_string()) continue;
         const std::string n = x["name"];
@@ -108,15 +143,31 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
             relaunch_or_down(n);
           }  // relaunching: answered once its manager registered
         } else if (kind == "REMOVE_NODES") {  // node_removal (Alg. 9 lines 1-16)
+          (void)agents;
           if (state.empty() || state == "removed" || state == "down") {
             ok.push_back(n);
-          } else if (agents > 0) {
-            // moving agents off a node is not done here: iCheck keeps it
-            failed.push_back(n);
           } else {
+            // the agents there move to the other nodes first (drain_node);
+            // a version that cannot be made durable keeps the node
+            std::string why;
+            bool drained = false;
+            try {
+              drained = drain_node(n, &why);
+            } catch (const Fenced&) {
+              throw;
+            } catch (const std::exception& e) {
+              why = e.what();
+            }
+            if (!drained) {
+              say("REMOVE_NODES: keeping " + n + ": " + why);
+              why_failed = why;
+              failed.push_back(n);
+              continue;
+            }
             // a bumped epoch supersedes its manager: it stops at its next heartbeat
             tx([&] {
-              Stmt(*db_, "UPDATE icheck_nodes SET state = 'removed', epoch = epoch + 1000000 WHERE node = ?").bind(1, n).run();
+              Stmt(*db_, "UPDATE icheck_nodes SET state = 'removed', draining = 0, epoch = epoch + 1000000 "
+                         "WHERE node = ?").bind(1, n).run();
             });
             ok.push_back(n);
           }
@@ -126,11 +177,16 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
         if (v.empty()) return;
         say(kind + " change " + std::to_string(c["change"].get<int64_t>()) + (good ? " done: " : " refused: ") +
             std::to_string(v.size()) + " node(s)" +
-            (!good && kind == "REMOVE_NODES" ? " (agents on them; moving agents is not implemented)" : ""));
+            (!good && !why_failed.empty() ? " (" + why_failed + ")" : ""));
         ask({{"op", "ic_response"}, {"change", c["change"]}, {"kind", kind}, {"ok", good}, {"nodes", v}});
       };
       answer(ok, true);
       answer(failed, false);
+    }
+    } catch (const Fenced&) {
+      break;  // a newer controller holds the state file: this one stops (fence())
+    } catch (const std::exception& e) {
+      say(std::string("resource change: ") + e.what());
     }
 
     // proactive scaler (Alg. 8)
@@ -160,6 +216,79 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
         sst.idle_nodes = int(std::clamp<int64_t>((*q)["idle_nodes"].get<int64_t>(), 0, 1 << 20));
     }
   }
+}
+
+bool Controller::drain_node(const std::string& n, std::string* why) {
+  tx([&] { Stmt(*db_, "UPDATE icheck_nodes SET draining = 1 WHERE node = ?").bind(1, n).run(); });
+  auto keep = [&](const std::string& w) {
+    *why = w;
+    tx([&] { Stmt(*db_, "UPDATE icheck_nodes SET draining = 0 WHERE node = ?").bind(1, n).run(); });
+    return false;
+  };
+  std::vector<int64_t> apps;
+  {
+    Stmt q(*db_, "SELECT DISTINCT app_id FROM icheck_agents WHERE node = ? AND state IN ('up','retiring','prepared')");
+    q.bind(1, n);
+    while (q.step()) apps.push_back(q.i64(0));
+  }
+  for (int64_t app : apps) {
+    AppBusy busy(*this, app);  // no register/probe of it meanwhile
+    std::string name;
+    uint32_t uid = 0;
+    {
+      Stmt q(*db_, "SELECT name, uid FROM icheck_apps WHERE id = ?");
+      q.bind(1, app);
+      if (!q.step()) continue;
+      name = q.text(0), uid = uint32_t(q.i64(1));
+    }
+    std::vector<std::string> here, idle;  // committing agents on n; retiring/prepared ones
+    {
+      Stmt q(*db_, "SELECT id, state FROM icheck_agents WHERE app_id = ? AND node = ? AND state IN ('up','retiring','prepared')");
+      q.bind(1, app).bind(2, n);
+      while (q.step()) (q.text(1) == "up" ? here : idle).push_back(q.text(0));
+    }
+    if (!here.empty()) {
+      // Alg. 9 line 6: fence, then the whole set writes its newest version
+      auto fence = [&](bool on) {
+        return ask_managers({{n, here}}, [on](const std::vector<std::string>& v) {
+          return json{{"op", "retire"}, {"ids", v}, {"on", on}};
+        });
+      };
+      if (auto f = fence(true); !f.empty())
+        return keep("application " + std::to_string(app) + ": its agents on " + n + " could not be fenced: " + f[0].second);
+      const bool durable = newest_durable(app);
+      int64_t committed = 0;
+      {
+        Stmt q(*db_, "SELECT version FROM icheck_apps WHERE id = ?");
+        q.bind(1, app);
+        if (q.step()) committed = q.i64(0);
+      }
+      if (!durable) {
+        fence(false);
+        return keep("application " + std::to_string(app) + ": its newest version " + std::to_string(committed) +
+                    " could not be made durable before moving its agents off " + n);
+      }
+      // Alg. 9 lines 8-9: replacements on the other nodes (none is placed
+      // on a draining node); the application reconnects at its next probe
+      try {
+        start_agents(app, name, uid, int(here.size()));
+      } catch (const Fenced&) {
+        throw;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icheckd controller: application %lld: no replacement agents (%s): its next probe "
+                             "places them\n", (long long)app, e.what());
+      }
+      std::fprintf(stderr, "icheckd controller: application %lld: version %lld durable; moving %zu agent(s) off %s\n",
+                   (long long)app, (long long)committed, here.size(), n.c_str());
+    }
+    // Alg. 9 line 7: the agents there stop
+    here.insert(here.end(), idle.begin(), idle.end());
+    stop_agent_ids(here, false);
+    // its next probe reconnects to the set (also when a commit the fence
+    // diverted already reported an agent failure)
+    tx([&] { Stmt(*db_, "UPDATE icheck_apps SET needs_change = 2 WHERE id = ?").bind(1, app).run(); });
+  }
+  return true;
 }
 
 }  // namespace dynres::icheck::ctl

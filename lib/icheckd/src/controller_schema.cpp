@@ -42,6 +42,17 @@ const std::vector<std::string> kMigrations = {
     // 4: application token (ids are guessable, the token is not): 128 random bits handed out at
     // registration; every later message about the application must carry
     // it (app ids are small sequential integers, easy to guess).
-    R"(ALTER TABLE icheck_apps ADD COLUMN token TEXT;)"};
+    R"(ALTER TABLE icheck_apps ADD COLUMN token TEXT;)",
+    // 5: agents that follow a resized job [John24 §7.2, §7.3.1]. job_id: the
+    // batch job the application runs in (MJ_JOB_ID at registration; APP_INFO
+    // names it); retire_after: version after which the agents a shrink
+    // retired (state 'retiring': read by the restore, never committed to)
+    // are stopped; prepared: the layout an APP_INFO prepared (JSON, agents in
+    // state 'prepared'); icheck_nodes.draining: a REMOVE_NODES moves the
+    // node's agents away (no agent is placed there meanwhile).
+    R"(ALTER TABLE icheck_apps ADD COLUMN job_id INTEGER;
+       ALTER TABLE icheck_apps ADD COLUMN retire_after INTEGER;
+       ALTER TABLE icheck_apps ADD COLUMN prepared TEXT;
+       ALTER TABLE icheck_nodes ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;)"};
 
 }  // namespace dynres::icheck::ctl

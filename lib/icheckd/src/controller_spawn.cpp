@@ -1,5 +1,6 @@
 // iCheck controller: starting and stopping agents through the node managers.
 #include "controller_impl.hpp"
+#include "dynres/ckstore.hpp"
 
 namespace dynres::icheck::ctl {
 
@@ -44,7 +45,7 @@ void Controller::record_pid(const std::string& name, pid_t pid) {
   if (fd >= 0) ::close(fd);
 }
 
-json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid, int count) {
+json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid, int count, const char* state) {
   std::set<std::string> excluded;  // nodes whose manager refused this start
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto ns = nodes();
@@ -85,10 +86,10 @@ json Controller::start_agents(int64_t app, const std::string& name, uint32_t uid
         try {
           tx([&] {
             for (auto& a : r.at("agents"))
-              Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?, 'up', ?)")
+              Stmt(*db_, "INSERT OR REPLACE INTO icheck_agents VALUES(?,?,?,?,?,?,?,?)")
                   .bind(1, a.at("id").get<std::string>()).bind(2, app).bind(3, node)
                   .bind(4, a.at("address").get<std::string>()).bind(5, a.value("host", ""))
-                  .bind(6, a.value("pid", int64_t(0))).bind(7, wall()).run();
+                  .bind(6, a.value("pid", int64_t(0))).bind(7, state).bind(8, wall()).run();
           });
         } catch (const Fenced&) {
           // superseded while the manager started them: nobody will count
@@ -194,6 +195,28 @@ bool Controller::flush_set(int64_t app) {
     std::fprintf(stderr, "icheckd controller: application %lld: flush on node %s failed: %s\n", (long long)app,
                  node.c_str(), err.c_str());
   return failed.empty();
+}
+
+bool Controller::newest_durable(int64_t app) {
+  if (flush_set(app)) return true;
+  std::string name;
+  uint32_t uid = 0;
+  int64_t committed = 0;
+  {
+    Stmt q(*db_, "SELECT name, uid, version FROM icheck_apps WHERE id = ?");
+    q.bind(1, app);
+    if (!q.step()) return false;
+    name = q.text(0), uid = uint32_t(q.i64(1)), committed = q.i64(2);
+  }
+  if (committed == 0) return true;
+  try {
+    auto nv = ckstore::Store(cfg_.pfs_dir, name, uid).newest_valid(ckstore::Check::shallow);
+    return nv && int64_t(*nv) >= committed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "icheckd controller: application %lld: second level unreadable: %s\n", (long long)app,
+                 e.what());
+    return false;
+  }
 }
 
 bool Controller::stop_agents(int64_t app, bool flush) {

@@ -212,9 +212,10 @@ class Manager {
         if (!errs[i].empty()) fe.push_back({{"id", ids[i]}, {"error", errs[i]}});
       return {{"ok", true}, {"flush_errors", fe}};
     }
-    if (op == "flush") {
+    if (op == "flush" || op == "retire") {
       // Flush agents `ids` concurrently (agent 0 of a set waits for the
       // others' parts): each must report its newest version durable.
+      // "retire" (REMOVE_NODES, [John24 Alg. 9]): fence them, {"on": bool}.
       std::vector<std::pair<std::string, std::string>> targets;  // id, address
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -234,7 +235,8 @@ class Manager {
           }
           try {
             Socket s = connect_to(targets[i].second, 1000);
-            request(s, {{"op", "flush"}, {"timeout_ms", to}}, to + 5000);
+            if (op == "retire") request(s, {{"op", "retire"}, {"on", m.value("on", true)}}, 10000);
+            else request(s, {{"op", "flush"}, {"timeout_ms", to}}, to + 5000);
           } catch (const std::exception& e) {
             errs[i] = e.what();
           }
@@ -243,8 +245,8 @@ class Manager {
       json fe = json::array();
       for (size_t i = 0; i < targets.size(); ++i)
         if (!errs[i].empty()) {
-          std::fprintf(stderr, "icheckd manager %s: agent %s: flush failed: %s\n", opt_.node.c_str(),
-                       targets[i].first.c_str(), errs[i].c_str());
+          std::fprintf(stderr, "icheckd manager %s: agent %s: %s failed: %s\n", opt_.node.c_str(),
+                       targets[i].first.c_str(), op.c_str(), errs[i].c_str());
           fe.push_back({{"id", targets[i].first}, {"error", errs[i]}});
         }
       return {{"ok", true}, {"flush_errors", fe}};

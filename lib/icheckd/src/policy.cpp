@@ -47,6 +47,41 @@ CountState next_agent_count(CountState s, double tsync, const AppShape& a, const
   return s;
 }
 
+std::optional<AgentsMode> parse_agents_mode(const std::string& s) {
+  if (s == "ma-ra") return AgentsMode::ma_ra;
+  if (s == "ma-ma") return AgentsMode::ma_ma;
+  return std::nullopt;
+}
+
+int resize_agent_count(AgentsMode mode, int cur_agents, int cur_res, int new_res, int upper) {
+  cur_agents = std::max(1, cur_agents), cur_res = std::max(1, cur_res), new_res = std::max(1, new_res);
+  upper = std::max(1, upper);
+  int n;
+  if (mode == AgentsMode::ma_ra) {
+    n = std::min(cur_agents, new_res);  // Alg. 7 l. 3-4 (no idle agent, §7.2.1)
+  } else if (cur_agents == cur_res) {
+    n = new_res;  // l. 6-7: 1:1 stays 1:1
+  } else {
+    const int ratio = std::max(1, cur_res / cur_agents);  // N/M : 1 (N divisible by M at init)
+    n = std::max(1, new_res / ratio);                     // l. 9; the remainder goes round-robin
+  }
+  return std::clamp(n, 1, upper);
+}
+
+std::string nm_ratio_problem(AgentsMode mode, int resources, int agents) {
+  if (resources < 1 || agents < 1)
+    return "need at least one process/node and one agent (got " + std::to_string(resources) + ":" +
+           std::to_string(agents) + ")";
+  if (agents > resources)
+    return std::to_string(agents) + " agents for " + std::to_string(resources) +
+           " processes/nodes would leave agents idle (M must not exceed N)";
+  if (mode == AgentsMode::ma_ma && resources % agents != 0)
+    return "MA-MA keeps the N:M ratio, so N must be a multiple of M: " + std::to_string(resources) +
+           " processes/nodes are not a multiple of " + std::to_string(agents) +
+           " agents (set init_agent_count to a divisor of N, or malleability mode ma-ra)";
+  return "";
+}
+
 std::vector<std::string> select_candidates(std::vector<NodeStatus> nodes, const std::string& strategy,
                                            int candidate_num) {
   nodes.erase(std::remove_if(nodes.begin(), nodes.end(), [](const NodeStatus& n) { return !n.up; }),

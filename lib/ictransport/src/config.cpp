@@ -1,5 +1,6 @@
 #include "dynres/icheck/config.hpp"
 
+#include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -137,6 +138,13 @@ StaticConfig load_static(const std::string& path) {
         get(sc, "min_nodes", c.scaler_min_nodes);
         get(sc, "max_nodes", c.scaler_max_nodes);
       }
+      if (auto ml = n["malleability"]) {
+        get(ml, "agents", c.agents_mode);
+        if (auto apps = ml["applications"]) {
+          if (!apps.IsMap()) throw std::runtime_error("malleability.applications must map application names to ma-ra|ma-ma");
+          for (auto it : apps) c.agents_modes[it.first.as<std::string>()] = it.second.as<std::string>();
+        }
+      }
       if (n["transport"]) {
         get(n["transport"], "provider", c.provider);
         get(n["transport"], "node", c.fabric_node);
@@ -158,6 +166,13 @@ StaticConfig load_static(const std::string& path) {
     if (c.scaler_min_nodes < 0 || c.scaler_max_nodes < 0 || c.scaler_max_nodes > 4096 ||
         (c.scaler_max_nodes > 0 && c.scaler_max_nodes < c.scaler_min_nodes))
       throw std::runtime_error(path + ": need 0 <= scheduler.min_nodes <= scheduler.max_nodes <= 4096");
+    auto mode_ok = [](const std::string& m) { return m == "ma-ra" || m == "ma-ma"; };
+    if (!mode_ok(c.agents_mode))
+      throw std::runtime_error(path + ": malleability.agents must be ma-ra or ma-ma, not '" + c.agents_mode.substr(0, 40) + "'");
+    for (auto& [app, m] : c.agents_modes)
+      if (!mode_ok(m))
+        throw std::runtime_error(path + ": malleability.applications." + app.substr(0, 40) + " must be ma-ra or ma-ma, not '" +
+                                 m.substr(0, 40) + "'");
   }
   std::string h = home();
   auto dflt = [&](std::string& v, const char* sub) {
@@ -200,6 +215,14 @@ std::string manager_launch_command(const StaticConfig& cfg, const std::string& n
   replace_all(cmd, "{node}", shell_quote(node));
   replace_all(cmd, "{config}", shell_quote(cfg.path.empty() ? "" : fs::absolute(cfg.path).lexically_normal().string()));
   return cmd;
+}
+
+const std::string& agents_mode_of(const StaticConfig& cfg, const std::string& app) {
+  auto it = cfg.agents_modes.find(app);
+  if (it != cfg.agents_modes.end()) return it->second;
+  for (auto& [pattern, mode] : cfg.agents_modes)  // shell patterns: "heat-*" (heat-malleable.sh's heat-JOBID)
+    if (::fnmatch(pattern.c_str(), app.c_str(), 0) == 0) return mode;
+  return cfg.agents_mode;
 }
 
 std::string resolve_config_path(const char* explicit_path) {

@@ -43,6 +43,21 @@ CREATE TABLE icheck_lent_history(
   start_time REAL NOT NULL,
   end_time   REAL
 );
+)sql",
+    // 2: App info [John24 §7.3.1.1]: the controller's Status lists the
+    // applications registered with iCheck by their batch job (apps); before a
+    // resize order goes to such a job an APP_INFO is queued (pending until
+    // the controller answers it: done or refused).
+    R"sql(
+ALTER TABLE icheck_link ADD COLUMN apps TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE icheck_app_info(
+  change_id  INTEGER PRIMARY KEY,
+  job_id     INTEGER NOT NULL,
+  from_nodes INTEGER NOT NULL,
+  to_nodes   INTEGER NOT NULL,
+  sent       REAL NOT NULL,
+  state      TEXT NOT NULL CHECK(state IN ('pending','done','refused'))
+);
 )sql"};
 
 bool is_int(const json& v, int64_t lo, int64_t hi) {
@@ -141,12 +156,30 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
       clean.push_back({{"name", name}, {"total_mem", n["total_mem"]}, {"avail_mem", n["avail_mem"]},
                        {"agents", n["agents"]}, {"up", up}});
     }
+    // the applications registered with iCheck, by batch job (APP_INFO goes to these)
+    json apps = json::array();
+    if (m.contains("apps")) {
+      const json& a = m["apps"];
+      if (!a.is_array() || a.size() > static_cast<size_t>(kIcMaxNodes))
+        return refuse("ic_status: apps must be an array of at most " + std::to_string(kIcMaxNodes) + " entries");
+      for (const auto& x : a) {
+        if (!x.is_object() || !x.contains("job") || !is_int(x["job"], 1, int64_t{1} << 62))
+          return refuse("ic_status: every app needs a job id in [1, 2^62]");
+        if (!x.contains("agents") || !is_int(x["agents"], 0, kIcMaxAgents))
+          return refuse("ic_status: app of job " + std::to_string(x["job"].get<int64_t>()) + ": agents must be an integer in [0, " +
+                        std::to_string(kIcMaxAgents) + "]");
+        const std::string mode = x.contains("mode") && x["mode"].is_string() ? x["mode"].get<std::string>() : "";
+        if (mode != "ma-ra" && mode != "ma-ma")
+          return refuse("ic_status: app of job " + std::to_string(x["job"].get<int64_t>()) + ": mode must be ma-ra or ma-ma");
+        apps.push_back({{"job", x["job"]}, {"agents", x["agents"]}, {"mode", mode}});
+      }
+    }
     json changes = json::array();
     st.db().write_tx([&] {
       Stmt u(st.db(),
-             "UPDATE icheck_link SET status = ?, status_time = ?, min_nodes = ?, max_nodes = ?, fixed_nodes = ? "
+             "UPDATE icheck_link SET status = ?, status_time = ?, min_nodes = ?, max_nodes = ?, fixed_nodes = ?, apps = ? "
              "WHERE id = 1");
-      u.bind(1, clean.dump()).bind(2, now).bind(3, mn).bind(4, mx).bind(5, fx).run();
+      u.bind(1, clean.dump()).bind(2, now).bind(3, mn).bind(4, mx).bind(5, fx).bind(6, apps.dump()).run();
       std::map<int64_t, json> by_change;
       for (auto& l : lent_nodes(st)) {
         if (l.state == "held") continue;
@@ -156,6 +189,11 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
         c["nodes"].push_back({{"name", l.name}, {"host", l.host}});
       }
       for (auto& [id, c] : by_change) changes.push_back(c);
+      Stmt ai(st.db(), "SELECT change_id, job_id, from_nodes, to_nodes FROM icheck_app_info WHERE state = 'pending' "
+                       "ORDER BY change_id");
+      while (ai.step())
+        changes.push_back({{"change", ai.i64(0)}, {"kind", "APP_INFO"}, {"job", ai.i64(1)}, {"from", ai.i64(2)},
+                           {"to", ai.i64(3)}});
     });
     return {{"ok", true}, {"changes", changes}};
   }
@@ -196,6 +234,29 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     if (!m.contains("change") || !is_int(m["change"], 1, int64_t{1} << 62))
       return refuse("ic_response: change must be a positive integer");
     const std::string kind = m.contains("kind") && m["kind"].is_string() ? m["kind"].get<std::string>() : "";
+    if (kind == "APP_INFO") {  // the controller prepared (ok) or refused the announced resize
+      if (!m.contains("ok") || !m["ok"].is_boolean()) return refuse("ic_response: ok must be true or false");
+      const int64_t change = m["change"].get<int64_t>();
+      const bool ok = m["ok"].get<bool>();
+      std::string bad;
+      int64_t job = 0;
+      st.db().write_tx([&] {
+        Stmt q(st.db(), "SELECT job_id, state FROM icheck_app_info WHERE change_id = ?");
+        q.bind(1, change);
+        if (!q.step() || q.text(1) != "pending") {
+          bad = "ic_response: no pending APP_INFO change " + std::to_string(change);
+          return;
+        }
+        job = q.i64(0);
+        Stmt u(st.db(), "UPDATE icheck_app_info SET state = ? WHERE change_id = ?");
+        u.bind(1, ok ? "done" : "refused").bind(2, change).run();
+        st.event(now, job, ok ? "icheck_app_info_done" : "icheck_app_info_refused", "change " + std::to_string(change));
+      });
+      if (!bad.empty()) return refuse(bad);
+      log_("iCheck: APP_INFO change " + std::to_string(change) + " for job " + std::to_string(job) +
+           (ok ? ": agents prepared" : ": refused by the controller"));
+      return {{"ok", true}};
+    }
     if (kind != "NEW_NODES" && kind != "REMOVE_NODES") return refuse("ic_response: kind must be NEW_NODES or REMOVE_NODES");
     if (!m.contains("ok") || !m["ok"].is_boolean()) return refuse("ic_response: ok must be true or false");
     const json& nodes = m.contains("nodes") ? m["nodes"] : json();
@@ -247,6 +308,35 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     return {{"ok", true}};
   }
   return refuse("unknown iCheck op '" + op + "'");
+}
+
+bool IcheckServer::app_info(State& st, int64_t job, int from, int to, double now) {
+  if (st.db().schema_version("icsched") < 2) return false;
+  bool sent = false;
+  st.db().write_tx([&] {
+    Stmt l(st.db(), "SELECT apps, status_time FROM icheck_link WHERE id = 1");
+    if (!l.step()) return;
+    const double t = l.opt_f64(1).value_or(-1);
+    if (t < 0 || now - t > status_timeout_) return;  // no controller listening
+    const json apps = json::parse(l.text(0), nullptr, false);
+    if (!apps.is_array()) return;
+    bool known = false;
+    for (const auto& a : apps) known |= a.is_object() && a.contains("job") && a["job"].is_number_integer() && a["job"].get<int64_t>() == job;
+    if (!known) return;
+    const int64_t change = next_change(st);
+    Stmt i(st.db(), "INSERT INTO icheck_app_info(change_id, job_id, from_nodes, to_nodes, sent, state) "
+                    "VALUES(?, ?, ?, ?, ?, 'pending')");
+    i.bind(1, change).bind(2, job).bind(3, from).bind(4, to).bind(5, now).run();
+    // older announcements of the job are superseded
+    Stmt d(st.db(), "UPDATE icheck_app_info SET state = 'refused' WHERE job_id = ? AND change_id < ? AND state = 'pending'");
+    d.bind(1, job).bind(2, change).run();
+    st.event(now, job, "icheck_app_info", std::to_string(from) + " -> " + std::to_string(to) + " node(s)");
+    sent = true;
+  });
+  if (sent)
+    log_("iCheck: APP_INFO job " + std::to_string(job) + ": " + std::to_string(from) + " -> " + std::to_string(to) +
+         " node(s)");
+  return sent;
 }
 
 void IcheckServer::annotate(State& st, sched::Snapshot& snap, const std::vector<int64_t>& node_ids, double now) {

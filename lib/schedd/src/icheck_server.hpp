@@ -13,6 +13,10 @@
 //   ic_request   {urgency:"HIGH"|"LOW", nodes}  -> {ok}
 //   ic_response  {change, kind:"NEW_NODES"|"REMOVE_NODES", ok, nodes:[names]}
 //                                           -> {ok}
+//   ic_response  {change, kind:"APP_INFO", ok}   -> {ok}
+// ic_status may carry apps:[{job, agents, mode}] (the applications
+// registered with iCheck by batch job); an APP_INFO {change, kind:"APP_INFO",
+// job, from, to} rides on its answer before a resize order goes to such a job.
 // Only the cluster owner (the uid mjsched runs as, from SO_PEERCRED) may
 // speak it; every field is range-checked and a refused message changes
 // nothing.
@@ -53,6 +57,13 @@ class IcheckServer {
   /// nothing else). Returns the answer: {ok:true,...} or {error:"..."} (a
   /// refusal is logged and changes nothing). Throws only on state-file errors.
   proto::json serve(State& st, uint32_t peer_uid, const proto::json& m, double now);
+
+  /// App info [John24 §7.3.1.1]: job `job` (registered with iCheck, as the
+  /// controller's last Status younger than status_timeout lists) is about
+  /// to be resized from `from` to `to` nodes: an APP_INFO is queued (event
+  /// icheck_app_info) for the next Status answer. false (nothing written)
+  /// for a job iCheck does not know or without a live controller.
+  bool app_info(State& st, int64_t job, int from, int to, double now);
 
   /// Put iCheck into the snapshot: lent nodes (any state) get job
   /// kIcheckJob; with a Status younger than status_timeout, icheck.present,

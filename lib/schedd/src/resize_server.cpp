@@ -448,6 +448,7 @@ std::optional<uint64_t> ResizeServer::send_order(State& st, int64_t job, resize:
   auto o = book_.order(job, kind, std::move(nodes), count, now, why);
   if (!o) return std::nullopt;
   int to = size_after(*o, from);
+  if (order_hook_) order_hook_(st, job, from, to, now);
   resize::record_order(st, *o, from, to);
   log_("job " + std::to_string(job) + ": " + resize::to_string(kind) + " order " + std::to_string(o->id) + " " +
        std::to_string(from) + " -> " + std::to_string(to) + " node(s)");

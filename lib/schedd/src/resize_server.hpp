@@ -36,6 +36,10 @@ class ResizeServer {
  public:
   using Log = std::function<void(const std::string&)>;
   ResizeServer(resize::Options opt, Log log) : book_(opt), opt_(opt), log_(std::move(log)) {}
+  /// Called just before an order goes out (job, nodes before, nodes
+  /// after): the iCheck APP_INFO [John24 §7.3.1.1] is queued first.
+  using OrderHook = std::function<void(State&, int64_t, int, int, double)>;
+  void set_order_hook(OrderHook h) { order_hook_ = std::move(h); }
   ~ResizeServer();
 
   /// Rebuild the book from the state file after a (re)start: every RUNNING
@@ -157,6 +161,7 @@ class ResizeServer {
   resize::Book book_;
   resize::Options opt_;
   Log log_;
+  OrderHook order_hook_;
   std::map<int, Conn> conns_;
   std::map<int64_t, uint32_t> owner_;        ///< job -> uid (jobs in the book)
   std::map<int64_t, double> mtct_, last_resize_;

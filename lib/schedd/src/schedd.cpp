@@ -242,6 +242,10 @@ ResizeServer& Daemon::resizer() {
       refused_log_("job:" + m.substr(0, at), m, now_seconds());
     });
     resize_->set_shrink_by_count(cfg.resize_shrink_by_count);
+    // a job registered with iCheck hears of its resize first (APP_INFO)
+    resize_->set_order_hook([this](State& st, int64_t job, int from, int to, double now) {
+      icheck().app_info(st, job, from, to, now);
+    });
     resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, double mpi, double comp,
                                       double t) { slow_watch().perf(job, pid, node, mpi, comp, t); });
     resize_->load(state(), now_seconds());

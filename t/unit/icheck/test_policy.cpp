@@ -75,3 +75,38 @@ TEST_CASE("§6.3 metrics: Eq. 6.5-6.12", "[policy]") {
   // Eq. 6.11/6.12: t_probe = 2, t_old = 1, t_new = 0.5 -> ncops = 1.5, n = 4
   CHECK(probe_breakeven(2, 1, 0.5) == Approx(4));
 }
+
+TEST_CASE("Alg. 7: MA-RA keeps the agents, MA-MA keeps the N:M ratio", "[policy]") {
+  using M = AgentsMode;
+  CHECK(parse_agents_mode("ma-ra") == M::ma_ra);
+  CHECK(parse_agents_mode("ma-ma") == M::ma_ma);
+  CHECK(!parse_agents_mode("MA-MA"));
+  CHECK(!parse_agents_mode(""));
+  // MA-RA: the count stays whatever the job does, never above its processes
+  CHECK(resize_agent_count(M::ma_ra, 1, 1, 8, 80) == 1);
+  CHECK(resize_agent_count(M::ma_ra, 2, 4, 8, 80) == 2);
+  CHECK(resize_agent_count(M::ma_ra, 4, 8, 2, 80) == 2);  // no idle agent
+  // MA-MA 1:1 follows the job both ways
+  CHECK(resize_agent_count(M::ma_ma, 1, 1, 8, 80) == 8);
+  CHECK(resize_agent_count(M::ma_ma, 8, 8, 4, 80) == 4);
+  CHECK(resize_agent_count(M::ma_ma, 4, 4, 2, 80) == 2);
+  // MA-MA N/M:1 keeps the ratio (2:1 here); the remainder goes round-robin
+  CHECK(resize_agent_count(M::ma_ma, 2, 4, 8, 80) == 4);
+  CHECK(resize_agent_count(M::ma_ma, 4, 8, 4, 80) == 2);
+  CHECK(resize_agent_count(M::ma_ma, 2, 4, 7, 80) == 3);
+  CHECK(resize_agent_count(M::ma_ma, 2, 4, 1, 80) == 1);  // at least one
+  // bounded by the upper bound (max_agents_app, processes)
+  CHECK(resize_agent_count(M::ma_ma, 1, 1, 16, 5) == 5);
+  CHECK(resize_agent_count(M::ma_ma, 0, 0, 0, 0) == 1);
+}
+
+TEST_CASE("§7.2: the N:M rule checked at initialisation", "[policy]") {
+  using M = AgentsMode;
+  CHECK(nm_ratio_problem(M::ma_ma, 8, 2).empty());
+  CHECK(nm_ratio_problem(M::ma_ma, 4, 4).empty());
+  CHECK(nm_ratio_problem(M::ma_ra, 3, 2).empty());  // MA-RA maps round-robin
+  CHECK(nm_ratio_problem(M::ma_ma, 3, 2).find("multiple") != std::string::npos);
+  CHECK(nm_ratio_problem(M::ma_ma, 2, 3).find("idle") != std::string::npos);
+  CHECK(nm_ratio_problem(M::ma_ra, 2, 3).find("idle") != std::string::npos);
+  CHECK(!nm_ratio_problem(M::ma_ra, 0, 1).empty());
+}

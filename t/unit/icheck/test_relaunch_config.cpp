@@ -72,3 +72,22 @@ TEST_CASE("relaunch: the sample etc/icheck.yaml parses and enables relaunch", "[
   CHECK(c.manager_relaunch_attempts == 2);
   CHECK(c.manager_relaunch_reset == 60);
 }
+
+TEST_CASE("malleability: agent mode per application, errors named", "[config][malleability]") {
+  TempDir d("icheck-malleability");
+  StaticConfig none = load_static(d.write("plain.yaml", "heartbeat_interval: 1\n"));
+  CHECK(none.agents_mode == "ma-ra");
+  CHECK(agents_mode_of(none, "synth") == "ma-ra");
+  StaticConfig c = load_static(
+      d.write("m.yaml", "malleability:\n  agents: ma-ma\n  applications:\n    heat: ma-ra\n    \"job-*\": ma-ra\n"));
+  CHECK(agents_mode_of(c, "synth") == "ma-ma");
+  CHECK(agents_mode_of(c, "heat") == "ma-ra");
+  CHECK(agents_mode_of(c, "job-42") == "ma-ra");  // shell pattern
+  CHECK(agents_mode_of(c, "heat-42") == "ma-ma");
+  CHECK_THROWS_WITH(load_static(d.write("bad.yaml", "malleability:\n  agents: mama\n")),
+                    Catch::Contains("malleability.agents must be ma-ra or ma-ma, not 'mama'"));
+  CHECK_THROWS_WITH(load_static(d.write("bad2.yaml", "malleability:\n  applications:\n    heat: rigid\n")),
+                    Catch::Contains("malleability.applications.heat must be ma-ra or ma-ma"));
+  CHECK_THROWS_WITH(load_static(d.write("bad3.yaml", "malleability:\n  applications: [heat]\n")),
+                    Catch::Contains("malleability.applications must map"));
+}

@@ -46,6 +46,10 @@
  *   iter_passes    update passes per iteration (more work per iteration); 1
  *   cp_async       icheck_enable_asynchronous(1) (§6.1.3.3); default false
  *   persist        icheck_finalize(IC_PERSIST) (Listing 6.1) or 0; true
+ *   restart        restore the checkpoint icheck_init reports (default true);
+ *                  false starts anew but keeps committing under the same
+ *                  application (commit-time benchmarks whose per-process
+ *                  size changes between runs, bench/icheck/maram)
  *   cp_global      elements of ONE global array block-distributed over the
  *                  ranks [John24 §7.4.1.2] instead of cp_size per process;
  *                  values depend on the global index only, so the checksum is
@@ -124,6 +128,7 @@ struct Config {
   bool cp_async = false;
   bool persist = true;
   std::uint64_t cp_global = 0;  // elements of one BLOCK-distributed global array; 0 = off
+  bool restart = true;          // restore a checkpoint icheck_init reports (false: start anew)
 };
 
 struct ConfigError : std::runtime_error {
@@ -218,7 +223,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
       "cp_size",     "cp_type",      "cp_interval", "cp_count",   "cp_mpiio",
       "enable_ichk", "enable_icheck", "fault_inject", "probe_interval", "is_invasive",
       "app_name",    "icheck_config", "mpiio_file", "iter_passes", "cp_async", "persist",
-      "cp_global"};
+      "cp_global",   "restart"};
   Config c;
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string k = it->first.as<std::string>();
@@ -248,6 +253,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
     else if (k == "cp_async") c.cp_async = parse_bool(v, k);
     else if (k == "persist") c.persist = parse_bool(v, k);
     else if (k == "cp_global") c.cp_global = parse_u64(v, k);
+    else if (k == "restart") c.restart = parse_bool(v, k);
   }
   const std::size_t es = type_size(c.cp_type);
   if (!c.cp_size_bytes.empty()) {
@@ -546,7 +552,7 @@ int main(int argc, char** argv) {
     if (say)
       std::printf("synth: icheck_init mode=%s status=%s seconds=%.6f\n", icheck_mode(),
                   status == ICHECK_STATUS_RESTART ? "restart" : "new", now_s() - t0);
-    if (status == ICHECK_STATUS_RESTART) {
+    if (status == ICHECK_STATUS_RESTART && c.restart) {
       const double t1 = now_s();
       // one icheck_redistribute per label [John24 §7.4.2, Listing 7.2]: this
       // rank's part straight from the agents (or the second level), on any

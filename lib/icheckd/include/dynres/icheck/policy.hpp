@@ -2,8 +2,10 @@
 // formulas of the managers (no I/O; unit-tested in t/unit/icheck).
 //   Agent count selection: [John24 §7.1.1, Alg. 5].
 //   Agent placement:       [John24 §7.1.2, Alg. 6].
+//   Agents of a resized application (MA-RA, MA-MA): [John24 §7.2, Alg. 7].
 //   Monitoring metrics:    [John24 §6.3, Eq. 6.5-6.10]; probe benefit [John24 Eq. 6.11-6.12].
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,31 @@ struct CountState {
 /// always within [1, agent_upper_bound]. Updates old_tsync (Alg. 5 l. 25).
 CountState next_agent_count(CountState s, double tsync, const AppShape& a, const DynamicConfig& c,
                             double tolerance = 0.05);
+
+/// Agents of a resized application [John24 §7.2]: MA-RA (rigid agents)
+/// or MA-MA (malleable agents).
+enum class AgentsMode { ma_ra, ma_ma };
+/// "ma-ra" | "ma-ma" (exact), else std::nullopt.
+std::optional<AgentsMode> parse_agents_mode(const std::string& s);
+
+/// Alg. 7 get_agent_count: the agent count of an application whose
+/// resources (processes for MR, nodes for SHMR) change from `cur_res` to
+/// `new_res` while it holds `cur_agents` agents.
+///   MA-RA: cur_agents — the new processes/nodes are re-mapped round-robin
+///     (slot s to agent s mod M) — but never more than new_res (an agent
+///     without a slot would sit idle, which §7.2.1 rules out).
+///   MA-MA: 1:1 stays 1:1 (new_res); otherwise the ratio r = cur_res /
+///     cur_agents is kept: floor(new_res / r) agents, the (new_res mod r)
+///     extra slots going to the agents round-robin (line 9).
+/// The result is clamped to [1, upper] (upper = agent_upper_bound). Inputs
+/// below 1 count as 1. Never throws.
+int resize_agent_count(AgentsMode mode, int cur_agents, int cur_res, int new_res, int upper);
+
+/// §7.2.2 "iCheck ensures that N is fully divisible by M during the
+/// initialisation": "" when `agents` agents may serve `resources`
+/// processes/nodes in `mode`, else the reason (MA-MA: resources not a
+/// multiple of agents; both modes: agents above resources, or either < 1).
+std::string nm_ratio_problem(AgentsMode mode, int resources, int agents);
 
 /// Monitoring data of one checkpoint node as the controller sees it (§6.3).
 struct NodeStatus {

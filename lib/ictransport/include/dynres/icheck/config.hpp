@@ -8,6 +8,7 @@
 // icheck.yaml(5) and etc/icheck.yaml, etc/icheck-dynamic.yaml.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,20 @@ struct StaticConfig {
   double scaler_depletion_rate = 0;
   double scaler_bw_threshold = 0, scaler_cp_threshold = 0;
   int scaler_min_nodes = 0, scaler_max_nodes = 0;
+  /// Agents of a resized (malleable) application [John24 §7.2, Alg. 7]
+  /// (icheck.yaml "malleability:"): "ma-ra" keeps the agent count and re-maps
+  /// the new processes (MR) or nodes (SHMR) round-robin onto it; "ma-ma"
+  /// keeps the N:M ratio, adding and removing agents with the job (N must
+  /// then be a multiple of M at registration). `agents_mode` is the default,
+  /// `agents_modes` names the mode of applications by name or shell pattern.
+  std::string agents_mode = "ma-ra";
+  std::map<std::string, std::string> agents_modes;
 };
+
+/// The agent mode ("ma-ra" | "ma-ma") of application `app` under `cfg`:
+/// its own entry, else the first entry whose key is a shell pattern
+/// (fnmatch) matching it ("heat-*"), else the default.
+const std::string& agents_mode_of(const StaticConfig& cfg, const std::string& app);
 
 /// Load the static file (and the dynamic file it names). Relative paths in the
 /// file are resolved against the file's directory; unset paths default under
