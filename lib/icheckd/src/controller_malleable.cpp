@@ -130,8 +130,10 @@ json Controller::app_info(const json& msg) {
   const int m0 = int(q.i64(6));
   q.reset();
   AppBusy busy(*this, app);
-  // MR maps processes: the job keeps its processes per node
-  const int ppn = std::max(1, procs / std::max(1, nodes));
+  // MR maps processes: the job keeps its processes per node of its batch
+  // allocation (`from` nodes; the library's own host count, `nodes`, is 1 on
+  // a local virtual cluster, where every node is this machine)
+  const int ppn = std::max(1, procs / from);
   const int cur_res = shmr ? nodes : procs;
   const int new_res = shmr ? to : std::min<int64_t>(int64_t(to) * ppn, kMaxAppProcs);
   const AppShape shape{to, shmr ? to : new_res, shmr};
