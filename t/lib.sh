@@ -261,6 +261,17 @@ job_col() { sq "$1" "SELECT $3 FROM jobs WHERE id=$2"; }
 # count_jobs DIR [WHERE-clause]
 count_jobs() { sq "$1" "SELECT COUNT(*) FROM jobs ${2:+WHERE $2}"; }
 
+# icsched_helpers DIR — for the iCheck-aware scheduling tests, defines on the
+# cluster DIR: `ic JSON` (one raw request to mjsched.sock, as iCheck's
+# controller sends them; prints the reply), `lent` (the nodes lent to iCheck,
+# "name:state ..." in node order) and `icnode NODE` (iCheck's own state of NODE).
+icsched_helpers() {
+  T_ICS_DIR=$1
+  ic() { "$DYNRES_SRC/t/frame-request" "$T_ICS_DIR/mjsched.sock" "$1"; }
+  lent() { sq "$T_ICS_DIR" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT n.name, l.state FROM icheck_lent l JOIN nodes n ON n.id = l.node_id ORDER BY n.id)"; }
+  icnode() { sq "$T_ICS_DIR" "SELECT state FROM icheck_nodes WHERE node = '$1'"; }
+}
+
 # state_digest DIR — checksum of the whole logical content of the state file.
 state_digest() { sqlite3 -batch -cmd '.timeout 10000' "$1/state.db" .dump | md5sum | cut -d' ' -f1; }
 

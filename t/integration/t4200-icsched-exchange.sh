@@ -26,8 +26,7 @@ boot_cluster "$C" 4 --tick 0.2 --kill-wait 1 --policy easy
 show_log() { echo "--- mjsched.log (tail)" >&2; tail -n 20 "$C/mjsched.log" >&2; }
 t_on_fail show_log
 
-# ic MESSAGE-JSON — one request on mjsched's socket; prints the answer
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
+icsched_helpers "$C"
 GiB=1073741824
 status() {  # FREE-GIB-OF-LENT-NODES: a Status naming the boot node and the lent ones
   local nodes='{"name":"c1","total_mem":'$((10 * GiB))',"avail_mem":'$((5 * GiB))',"agents":1}' n
@@ -36,7 +35,6 @@ status() {  # FREE-GIB-OF-LENT-NODES: a Status naming the boot node and the lent
   done
   ic '{"op":"ic_status","nodes":['"$nodes"'],"min_nodes":1,"max_nodes":3,"fixed_nodes":1}'
 }
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id ORDER BY n.id"; }
 restart_sched() {
   t_run "$DYNRES_BUILD/bin/mjsched" --home "$C" --daemon
   assert_eq 0 "$T_RC" "mjsched --daemon restarts (stderr: $T_ERR)"

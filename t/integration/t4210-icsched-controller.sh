@@ -30,9 +30,7 @@ show_logs() {
 t_on_fail show_logs
 
 # ic MESSAGE-JSON — one request on mjsched's socket; prints the answer
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
-icnode() { sq "$C" "SELECT state FROM icheck_nodes WHERE node = '$1'"; }
+icsched_helpers "$C"
 CTL=
 start_controller() {
   "$DYNRES_BIN/icheckd" --role controller --config "$C/icheck.yaml" >>"$C/icheck/controller-sched.log" 2>&1 &

@@ -32,9 +32,7 @@ show_logs() {
   echo "--- synth (tail)" >&2; tail -n 15 "$W/synth.out" >&2
 }
 t_on_fail show_logs
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
-icnode() { sq "$C" "SELECT state FROM icheck_nodes WHERE node = '$1'"; }
+icsched_helpers "$C"
 app_agents_on() { sq "$C" "SELECT COUNT(*) FROM icheck_agents g JOIN icheck_apps p ON p.id = g.app_id WHERE p.name = 'mover4220' AND g.node = '$1' AND g.state = 'up'"; }
 
 # the controllers icheck-boot started know no scheduler: replace them

@@ -33,7 +33,7 @@ show_logs() {
   echo "--- controller (tail)" >&2; tail -n 25 "$C/icheck/controller-sched.log" >&2
 }
 t_on_fail show_logs
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
+icsched_helpers "$C"
 ctl() { "$DYNRES_SRC/t/frame-request" "$C/icheck/controller.sock" "$1"; }
 heat_agents() { sq "$C" "SELECT COUNT(*) FROM icheck_agents g JOIN icheck_apps p ON p.id = g.app_id WHERE p.name = 'heat-$J' AND g.state = '${1:-up}'"; }
 icheck_digest() { sq "$C" "SELECT id, app_id, node, state FROM icheck_agents ORDER BY id; SELECT id, num_agents, prepared, needs_change FROM icheck_apps ORDER BY id" | md5sum; }

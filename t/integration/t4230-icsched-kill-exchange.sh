@@ -34,8 +34,7 @@ show_logs() {
   echo "--- lent: $(lent); icheck_nodes: $(sq "$C" "SELECT group_concat(node || ':' || state, ' ') FROM icheck_nodes")" >&2
 }
 t_on_fail show_logs
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
+icsched_helpers "$C"
 
 # one controller, restarted by the test (the standby would take over only after the lease)
 CFG=$C/icheck.yaml

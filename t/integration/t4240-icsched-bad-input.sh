@@ -33,8 +33,7 @@ cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 4 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --icheck-max-nodes 2
 t_on_fail show_log
 show_log() { echo "--- mjsched.log (tail)" >&2; tail -n 20 "$C/mjsched.log" >&2; }
-ic() { "$DYNRES_SRC/t/frame-request" "$C/mjsched.sock" "$1"; }
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
+icsched_helpers "$C"
 tables() {  # what must not change: the scheduler's iCheck tables and the controller's node table
   sq "$C" "SELECT 'lent', node_id, state, change_id, since FROM icheck_lent;
            SELECT 'link', min_nodes, max_nodes, fixed_nodes, request_nodes, urgency, next_change FROM icheck_link;

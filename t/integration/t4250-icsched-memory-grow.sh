@@ -32,7 +32,7 @@ show_logs() {
   echo "--- application (tail)" >&2; tail -n 15 "$W/app.out" >&2
 }
 t_on_fail show_logs
-lent() { sq "$C" "SELECT group_concat(n.name || ':' || l.state, ' ') FROM icheck_lent l JOIN nodes n ON n.id = l.node_id"; }
+icsched_helpers "$C"
 
 assert_eq 60000000 "$(cat "$C/icheck/manager-n4.budget" 2>/dev/null)" "n4's manager offers 60 MB (budget file)"
 stdbuf -oL "$DYNRES_BIN/synth" -s cp_size=56MiB -s cp_type=binary -s cp_interval=2it -s cp_count=100000000 \
