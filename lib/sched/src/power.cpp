@@ -669,6 +669,8 @@ Decision decide_power(const Snapshot& snap, const PolicyConfig& cfg) {
       power_starts(c, pool, d, started);
       return d;
     }
+    // say why the orders were given (the daemon logs each new note)
+    d.notes.push_back(broken_words(c, dr) + "; resizing running jobs to bring the draw back inside");
     // line 19: more jobs that keep the corridor, on the nodes the plan left idle
     power_starts(c, pool, d, started);
     return d;

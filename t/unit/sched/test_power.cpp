@@ -102,7 +102,9 @@ TEST_CASE("power: an upper violation is corrected by shrinking the hungry job", 
   CHECK(d.expands[0].job == 2);
   CHECK(d.expands[0].nodes == std::vector<int>{4, 5});
   CHECK(d.starts.empty());
-  CHECK(d.notes.empty());
+  REQUIRE(d.notes.size() == 1);  // the daemon logs why it resized
+  CHECK_THAT(d.notes[0], Catch::Matchers::Contains("power corridor [800 W, 1400 W] broken") &&
+                             Catch::Matchers::Contains("resizing running jobs"));
 }
 
 TEST_CASE("power: a lower violation is corrected by growing", "[sched][power]") {
