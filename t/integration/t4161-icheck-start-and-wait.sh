@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-processors: 2
 # What an iCheck rank costs the processes around it, on the relaunch path of
 # a restart-based resize and when ranks outnumber cores:
 #   1. no program links libfabric (libicheck loads it on first use): a rank
