@@ -14,6 +14,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -467,6 +468,26 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
   return fail(MJ_ERR_CONNECT, "lost the scheduler during the commit of order " + std::to_string(order_id));
 }
 
+namespace {
+/// The calling thread's seconds on a CPU and waiting on a run queue
+/// (/proc/thread-self/schedstat, Linux with CONFIG_SCHED_INFO; the wait
+/// includes time held off by a cgroup CPU quota); false when unreadable.
+bool thread_schedstat(double* cpu_s, double* delay_s) {
+  int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char b[128];
+  ssize_t n = ::read(fd, b, sizeof b - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  b[n] = 0;
+  unsigned long long on = 0, wait = 0;
+  if (std::sscanf(b, "%llu %llu", &on, &wait) != 2) return false;
+  *cpu_s = static_cast<double>(on) * 1e-9;
+  *delay_s = static_cast<double>(wait) * 1e-9;
+  return true;
+}
+}  // namespace
+
 int mj_report_perf(double mpi_s, double compute_s) {
   if (!std::isfinite(mpi_s) || !std::isfinite(compute_s) || mpi_s < 0 || compute_s < 0 || mpi_s + compute_s <= 0 ||
       mpi_s > 1e9 || compute_s > 1e9)
@@ -474,6 +495,18 @@ int mj_report_perf(double mpi_s, double compute_s) {
   json body = {{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}};
   if (int r = ensure_env(); r != MJ_OK) return r;
   if (!g.node.empty()) body["node"] = g.node;  // where this rank runs: the slow-node detector's attribution
+  // The thread's CPU time and run-queue wait since its previous report: how
+  // much of the CPU its node gave it (a rank held off the CPU inside MPI looks
+  // like one waiting for the others by its compute share alone).
+  thread_local double last_cpu = -1, last_delay = -1;
+  double cpu = 0, delay = 0;
+  if (thread_schedstat(&cpu, &delay)) {
+    if (last_cpu >= 0 && cpu >= last_cpu && delay >= last_delay && cpu - last_cpu <= 1e9 && delay - last_delay <= 1e9) {
+      body["cpu_s"] = cpu - last_cpu;
+      body["delay_s"] = delay - last_delay;
+    }
+    last_cpu = cpu, last_delay = delay;
+  }
   return request(body, nullptr);
 }
 

@@ -6,7 +6,8 @@
 //                    {"op":"mj_begin","order":N,"restart":bool}
 //                    {"op":"mj_commit","order":N,"released":[names]}
 //                    {"op":"mj_status","order":N}
-//                    {"op":"mj_perf","mpi_s":x,"compute_s":y[,"node":NAME]} {"op":"mj_progress","fraction":f}
+//                    {"op":"mj_perf","mpi_s":x,"compute_s":y[,"node":NAME][,"cpu_s":c,"delay_s":d]}
+//                    {"op":"mj_progress","fraction":f}
 //   mjsched -> job   replies {"re":OP,"ok":true,...} or {"re":OP,"error":"..."}
 //                    pushed  {"op":"mj_order","order":N,"kind":"expand"|"shrink","nodes":[...],"count":k,
 //                             "from":n,"to":m,"deadline":t}
@@ -337,9 +338,17 @@ void ResizeServer::handle(State& st, Conn& c, const json& m, double now) {
       if (o.job == c.job) sm += o.mpi_s, sc += o.compute_s;
     double ratio = sc > 0 ? sm / sc : 1e9;
     mtct_[c.job] = ratio;
+    // optional: the reporting thread's CPU seconds and run-queue wait (libmj)
+    double cpu = -1, delay = -1;
+    if (m.contains("cpu_s") || m.contains("delay_s")) {
+      auto c_s = num_member(m, "cpu_s", 0, 1e9), d_s = num_member(m, "delay_s", 0, 1e9);
+      if (!c_s || !d_s) return fail("mj_perf: cpu_s and delay_s must come together, each in [0, 1e9] seconds");
+      cpu = *c_s, delay = *d_s;
+    }
     if (auto node = str_member(m, "node"); on_perf_ && !node.empty()) {
       auto held = book_.nodes(c.job);  // a node the job does not hold is not attributed
-      if (std::find(held.begin(), held.end(), node) != held.end()) on_perf_(c.job, c.pid, node, *mpi, *comp, now);
+      if (std::find(held.begin(), held.end(), node) != held.end())
+        on_perf_(c.job, c.pid, node, {-1, *comp, *mpi, cpu, delay}, now);
     }
     if (now - c.last_write >= 1.0) {
       resize::set_perf(st, c.job, ratio, now);

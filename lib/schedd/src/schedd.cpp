@@ -246,8 +246,8 @@ ResizeServer& Daemon::resizer() {
     resize_->set_order_hook([this](State& st, int64_t job, int from, int to, double now) {
       icheck().app_info(st, job, from, to, now);
     });
-    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, double mpi, double comp,
-                                      double t) { slow_watch().perf(job, pid, node, mpi, comp, t); });
+    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, const sched::RankSample& r,
+                                      double t) { slow_watch().perf(job, pid, node, r, t); });
     resize_->load(state(), now_seconds());
   }
   return *resize_;

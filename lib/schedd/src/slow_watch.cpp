@@ -43,7 +43,7 @@ double measured_restart_cost(State& st, int64_t job) {
 }
 }  // namespace
 
-void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, double mpi_s, double compute_s, double now) {
+void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, const sched::RankSample& r, double now) {
   if (!cfg_.enabled) return;
   Job& j = jobs_[job];
   if (j.window_start < 0) j.window_start = now;
@@ -53,8 +53,15 @@ void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, double mpi
     it = j.ranks.emplace(pid, Acc{node}).first;
   }
   if (it->second.node != node) it->second = Acc{node};  // a process cannot move: a new one with its pid
-  it->second.mpi += mpi_s;
-  it->second.comp += compute_s;
+  sched::RankSample& s = it->second.sum;
+  s.compute_s += r.compute_s;
+  s.mpi_s += r.mpi_s;
+  if (r.cpu_s >= 0 && r.delay_s >= 0 && s.cpu_s >= 0) {
+    s.cpu_s += r.cpu_s;
+    s.delay_s += r.delay_s;
+  } else {
+    s.cpu_s = s.delay_s = -1;  // a window's availability needs all its reports'
+  }
 }
 
 void SlowWatch::annotate(sched::Snapshot& snap) const {
@@ -133,7 +140,10 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
     for (size_t k = 0; k < j.windows.size(); ++k) {
       sched::PerfWindow w{j.ends[k], {}};
       for (auto& [node, a] : j.windows[k])
-        if (auto it = index.find(node); it != index.end()) w.ranks.push_back({it->second, a.comp, a.mpi});
+        if (auto it = index.find(node); it != index.end()) {
+          w.ranks.push_back(a.sum);
+          w.ranks.back().node = it->second;
+        }
       jw.windows.push_back(std::move(w));
     }
     jw.last_migration = j.last_migration;

@@ -1,5 +1,5 @@
 // mjsched's watch for slow nodes (mjsched(8) SLOW NODES, [HoG14 §5.5]):
-// adds up the ranks' mj_perf reports (compute and MPI seconds, per node)
+// adds up the ranks' mj_perf reports (compute, MPI, CPU and run-queue seconds, per node)
 // into windows of scheduler.slow_nodes.window seconds, runs the pure
 // detector (dynres/slow_nodes.hpp) and carries out its migrations over the
 // resize protocol: a swap is a shrink away from the slow node, then, once
@@ -34,9 +34,10 @@ class SlowWatch {
   using Log = std::function<void(const std::string&)>;
   SlowWatch(sched::SlowNodeConfig cfg, Log log) : cfg_(cfg), log_(std::move(log)) {}
 
-  /// One rank's report (ResizeServer's perf listener): seconds in MPI and
-  /// computing since its previous report, on `node` (one of the job's).
-  void perf(int64_t job, pid_t pid, const std::string& node, double mpi_s, double compute_s, double now);
+  /// One rank's report (ResizeServer's perf listener): seconds computing,
+  /// in MPI, on a CPU and waiting for one (the last two < 0: not reported)
+  /// since its previous report, on `node` (one of the job's); r.node unused.
+  void perf(int64_t job, pid_t pid, const std::string& node, const sched::RankSample& r, double now);
 
   /// Once per pass, before the policy: close the windows that are due,
   /// detect, migrate, and send the expand half of swaps whose shrink
@@ -50,7 +51,7 @@ class SlowWatch {
  private:
   struct Acc {
     std::string node;
-    double mpi = 0, comp = 0;
+    sched::RankSample sum{-1, 0, 0, 0, 0};  ///< cpu_s/delay_s < 0 once a report had none
   };
   struct Job {
     double window_start = -1;
