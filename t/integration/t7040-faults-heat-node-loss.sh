@@ -3,7 +3,8 @@
 # on the remaining nodes from its last checkpoint [John24 §7.4.4]. Local
 # cluster of 4 compute nodes and 1 iCheck node (n5), node agents:
 #  1. heat-malleable.sh on n[1-3] (one MPI rank per node, a commit every 20
-#     iterations): every rank carries its own node in MJ_NODE (mpiexec places
+#     iterations), n4 drained (no idle node to replace the lost one with:
+#     t7110 has one): every rank carries its own node in MJ_NODE (mpiexec places
 #     them through mj-node-exec); vcluster-fail n3 kills exactly n3's rank;
 #     n3 is DOWN, mjsched begins a restart order away from n3 on the job's
 #     behalf, the supervisor runs the script again on n[1-2], heat restores
@@ -28,6 +29,8 @@ J=$(cd "$W" && HEAT=$DYNRES_BIN/heat mjsub --parsable -N 3 --min-nodes 1 --max-n
   "$DYNRES_SRC/share/dynres/examples/heat/heat-malleable.sh" "${ARGS[@]}") || t_fatal "mjsub: $J"
 wait_state 10 "$C" "$J" RUNNING || t_fatal "job $J did not start"
 assert_eq "n[1-3]" "$(job_col "$C" "$J" nodelist)" "heat on n[1-3]"
+t_run mjcontrol update node n4 state=drain reason="no replacement"
+assert_eq 0 "$T_RC" "drain n4 ($T_ERR)"
 out() { cat "$W/heat.out" 2>/dev/null; }
 show_logs() { out | tail -n 30; tail -n 20 "$C/mjsched.log"; }
 t_on_fail show_logs

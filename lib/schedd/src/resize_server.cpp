@@ -78,12 +78,14 @@ ResizeServer::~ResizeServer() {
 void ResizeServer::load(State& st, double now) {
   resize::migrate(st);
   book_.set_next_id(resize::max_order_id(st) + 1);
-  std::map<int64_t, JobRecord> running;
-  for (auto& j : st.jobs({kRunning})) running[j.id] = j;
   for (auto& o : resize::outstanding(st))
     if (!settle_unacknowledged(st, o.order, "scheduler restarted before the order was committed", now))
       log_("job " + std::to_string(o.order.job) + ": order " + std::to_string(o.order.id) +
            " rolled back (scheduler restarted)");
+  // the node lists after those commits (a relaunched restart order committed
+  // on the job's behalf changed them): read now, not before
+  std::map<int64_t, JobRecord> running;
+  for (auto& j : st.jobs({kRunning})) running[j.id] = j;
   for (auto& i : resize::running_infos(st)) {
     auto it = running.find(i.job);
     if (it == running.end()) continue;
