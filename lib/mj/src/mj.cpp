@@ -170,10 +170,16 @@ int ensure_env() {
   return MJ_OK;
 }
 
+int request(const json& body, json* out);
+
 int ensure_connected() {
   if (int r = ensure_env(); r != MJ_OK) return r;
   if (g.fd >= 0) return MJ_OK;
-  return connect_and_hello();
+  if (int r = connect_and_hello(); r != MJ_OK) return r;
+  // a new connection (the scheduler restarted) keeps this process's
+  // registration, whichever call reconnected (a perf report often does)
+  if (g.registered && !g.deregistered) return request({{"op", "mj_register"}}, nullptr);
+  return MJ_OK;
 }
 
 /// Send a request and wait for its reply. MJ_OK with *out set, or an error.
@@ -280,10 +286,7 @@ int probe(int timeout_ms, int* pending, mj_role* role, mj_order* order) {
     auto t = std::chrono::steady_clock::now();
     if (t - g.last_try < std::chrono::seconds(1)) return fail(MJ_ERR_CONNECT, "no connection to the scheduler");
     g.last_try = t;
-    if (int r = connect_and_hello(); r != MJ_OK) return r;
-    if (g.registered && !g.deregistered) {
-      if (int r = request({{"op", "mj_register"}}, nullptr); r != MJ_OK) return r;
-    }
+    if (int r = ensure_connected(); r != MJ_OK) return r;  // registers again
   }
   if (int r = absorb(); r != MJ_OK) return r;
   auto ready = [&] { return g.order && (g.order->rolled_back ? g.order->begun : !g.order->begun); };

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# ctest-processors: 2
+# The cooldown of a migration off a slow node survives a kill -9 of mjsched
+# [HoG14 §5.5]: heat --malleable (iCheck, one MPI rank per node, libmjprof
+# reporting every 0.3 s) on 3 of the 4 compute nodes of a local cluster,
+# slow-node windows of 2 s, 3 windows, factor 1.5, cooldown 300 s.
+#  1. n2 under a CPU quota of 1 % of one core: found slow, swapped onto n4
+#     (migrate kind=swap, the second half kept in the state file's
+#     expand_after until the shrink committed, then migrate_expand);
+#  2. mjsched is killed (-9) inside the job's cooldown and started again;
+#  3. n4 is then throttled too: the new mjsched finds it slow but keeps the
+#     cooldown of the migration ordered before its restart (its migrate
+#     event in the state file; migrate_note "within the cooldown"): still
+#     one migration;
+#  4. released, the job ends COMPLETED on n[1,3-4] with the fixed-size
+#     checksum.
+# About 30 s (more on a loaded machine).
+. "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
+t_begin 240
+command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"
+for t in heat icheckd icagent; do [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"; done
+[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
+LIB=$DYNRES_BUILD/lib/libmjprof.so
+[[ -f $LIB ]] || t_skip "libmjprof.so is not built"
+[[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -f /sys/fs/cgroup/cgroup.controllers ]] || t_skip "no cgroup cpu controller"
+[[ $(id -u) == 0 ]] || t_skip "vcluster-throttle needs root for the cgroup tree"
+THR=$DYNRES_SRC/share/dynres/vcluster-throttle
+C=$T_TMP/c W=$T_TMP/w
+mkdir -p "$W"
+cd "$W" || t_fatal "cd $W"
+boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
+sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 300\n    restart_cost: 2/' "$C/dynres.yaml"
+restart_sched() {  # SIGNAL: stop mjsched with it, start it again
+  kill "-$1" "$(sched_pid "$C")"
+  wait_for 10 "mjsched stopped" eval '[[ -z $(sched_pid "$C") ]]' || t_fatal "mjsched did not stop"
+  rm -f "$C/mjsched.sock" "$C/mjsched.pid"
+  mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
+  wait_for 10 "mjsched back" eval '[[ -S $C/mjsched.sock && -n $(sched_pid "$C") ]]' || t_fatal "no mjsched"
+}
+restart_sched TERM  # with the slow-node settings
+release_all() { for n in n1 n2 n3 n4; do "$THR" --dir "$C" --release "$n" >/dev/null 2>&1; done; return 0; }
+t_on_exit release_all
+dump() { grep -E 'slow|migrat|swap|cooldown|order' "$C/mjsched.log" | tail -25 >&2; }
+t_on_fail dump
+
+ARGS=(--nx 800 --ny 600 --iters 1500 -q)
+ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
+[[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
+write_script "$W/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
+  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
+  "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml ${ARGS[*]}"
+ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
+registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }
+
+B=$(mjsub --parsable -N 3 -t 5 -o "$W/heat-%j.out" "$W/job.sh") || t_fatal "mjsub: $B"
+wait_state 20 "$C" "$B" RUNNING || t_fatal "job $B did not start"
+wait_for 20 "heat registered as malleable" registered "$B" || t_fatal "$(cat "$W/heat-$B.out")"
+assert_eq "n[1-3]" "$(job_col "$C" "$B" nodelist)" "job $B on n[1-3], n4 idle"
+
+# 1. n2 slow: swapped onto n4
+t_run "$THR" --dir "$C" n2 1
+assert_eq 0 "$T_RC" "vcluster-throttle n2 1 ($T_ERR)"
+mig() { [[ $(ev "$B" migrate) -ge 1 ]]; }
+wait_for 40 "migration off n2 ordered" mig || t_fatal "no migration off n2"
+assert_match '^kind=swap from=n2 to=n4 order=[0-9]+ ' "$(sq "$C" "SELECT detail FROM events WHERE job_id=$B AND kind='migrate'")" \
+  "swap n2 -> n4"
+
+expanded() { [[ $(ev "$B" migrate_expand) -ge 1 ]]; }
+wait_for 60 "the expand half" expanded || t_fatal "no expand onto n4"
+on_n4() { [[ $(sq "$C" "SELECT COUNT(*) FROM resize_orders WHERE job_id=$B AND kind='expand' AND state='committed'") == 1 ]] && registered "$B"; }
+wait_for 60 "the job running on n4" on_n4 || t_fatal "the expand onto n4 did not commit"
+assert_eq "n[1,3-4]" "$(job_col "$C" "$B" nodelist)" "job $B on n[1,3-4]"
+assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM expand_after")" "the swap's second half is no longer pending"
+
+# 2. kill -9 inside the cooldown
+restart_sched KILL
+
+# 3. n4 slow too: within the cooldown of the migration before the restart
+t_run "$THR" --dir "$C" n4 1
+assert_eq 0 "$T_RC" "vcluster-throttle n4 1 ($T_ERR)"
+cooled() { [[ $(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$B AND kind='migrate_note' AND detail LIKE 'slow node n4: within the cooldown%'") -ge 1 ]]; }
+settled() { cooled || [[ $(ev "$B" migrate) -ge 2 ]]; }
+wait_for 40 "n4 found slow: not moved (cooldown) or moved" settled || t_fatal "n4 not found slow"
+assert_eq 1 "$(ev "$B" migrate)" "one migration: the cooldown held across the restart"
+cooled || t_fatal "no cooldown note for n4"
+"$THR" --dir "$C" --release n4 >/dev/null
+
+# 4. the job completes with the fixed-size checksum
+wait_state 120 "$C" "$B" COMPLETED FAILED
+assert_eq COMPLETED "$(job_state "$C" "$B")" "the migrated job completed ($(job_col "$C" "$B" reason))"
+assert_eq "$ref" "$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$B.out" | tail -1)" "with the fixed-size checksum"
+assert_eq 1 "$(ev "$B" migrate)" "still one migration"
+assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM expand_after")" "nothing left pending"
+check_allocations_disjoint "$C"
+t_done
