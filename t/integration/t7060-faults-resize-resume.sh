@@ -15,13 +15,10 @@
 # About 40 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 180
-t_require mpiexec heat mjsub icheckd icagent nqueens
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
+t_require nqueens
 C=$T_TMP/c W=$T_TMP/w
 mkdir -p "$W"
-boot_cluster "$C" 6 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30 --policy fpsma --time-scale 0.02
-agents() { (($(grep -c 'connected' "$C/nodes/mjnoded.log" 2>/dev/null) >= 5)); }
-wait_for 10 "5 node agents connected" agents || t_fatal "$(cat "$C/nodes/mjnoded.log")"
+heat_fault_cluster "$C" 6 --policy fpsma --time-scale 0.02
 ns() { sq "$C" "SELECT state FROM nodes WHERE name='$1'"; }
 out() { cat "$W/$1.out" 2>/dev/null; }
 sum() { out "$1" | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p'; }

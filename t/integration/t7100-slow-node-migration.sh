@@ -24,38 +24,17 @@
 # About 25 s (more on a loaded machine).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
-command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"
-for t in heat icheckd icagent mjcontrol; do [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"; done
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
-LIB=$DYNRES_BUILD/lib/libmjprof.so
-[[ -f $LIB ]] || t_skip "libmjprof.so is not built"
-[[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -f /sys/fs/cgroup/cgroup.controllers ]] || t_skip "no cgroup cpu controller"
-[[ $(id -u) == 0 ]] || t_skip "vcluster-throttle needs root for the cgroup tree"
-THR=$DYNRES_SRC/share/dynres/vcluster-throttle
 C=$T_TMP/c W=$T_TMP/w
-mkdir -p "$W"
-cd "$W" || t_fatal "cd $W"
-boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
-# slow-node windows short enough for a test: restart mjsched with them
-sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 30\n    restart_cost: 2/' "$C/dynres.yaml"
-kill "$(sched_pid "$C")"
-wait_for 10 "mjsched stopped" eval '[[ -z $(sched_pid "$C") ]]' || t_fatal "mjsched did not stop"
-mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
-wait_for 10 "mjsched back" eval '[[ -S $C/mjsched.sock && -n $(sched_pid "$C") ]]' || t_fatal "no mjsched"
-release_all() { for n in n1 n2 n3 n4; do "$THR" --dir "$C" --release "$n" >/dev/null 2>&1; done; return 0; }
-t_on_exit release_all
-dump() { tail -30 "$C/mjsched.log" >&2; }
-t_on_fail dump
-
 # enough iterations that the job still runs well after its migration: a job
 # that ends right after the shrink half never gets the expand half (the swap
 # is then rightly dropped, and the check below could not see it)
 ARGS=(--nx 800 --ny 600 --iters 800 -q)
+slow_node_cluster "$C" 30 "${ARGS[@]}"
+dump() { tail -30 "$C/mjsched.log" >&2; }
+t_on_fail dump
+
 ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
-write_script "$W/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
-  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
-  "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml ${ARGS[*]}"
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$1.out" | tail -1; }
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
 registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }

@@ -17,38 +17,14 @@
 # About 30 s (more on a loaded machine).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
-command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"
-for t in heat icheckd icagent; do [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"; done
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
-LIB=$DYNRES_BUILD/lib/libmjprof.so
-[[ -f $LIB ]] || t_skip "libmjprof.so is not built"
-[[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -f /sys/fs/cgroup/cgroup.controllers ]] || t_skip "no cgroup cpu controller"
-[[ $(id -u) == 0 ]] || t_skip "vcluster-throttle needs root for the cgroup tree"
-THR=$DYNRES_SRC/share/dynres/vcluster-throttle
 C=$T_TMP/c W=$T_TMP/w
-mkdir -p "$W"
-cd "$W" || t_fatal "cd $W"
-boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
-sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 300\n    restart_cost: 2/' "$C/dynres.yaml"
-restart_sched() {  # SIGNAL: stop mjsched with it, start it again
-  kill "-$1" "$(sched_pid "$C")"
-  wait_for 10 "mjsched stopped" eval '[[ -z $(sched_pid "$C") ]]' || t_fatal "mjsched did not stop"
-  rm -f "$C/mjsched.sock" "$C/mjsched.pid"
-  mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
-  wait_for 10 "mjsched back" eval '[[ -S $C/mjsched.sock && -n $(sched_pid "$C") ]]' || t_fatal "no mjsched"
-}
-restart_sched TERM  # with the slow-node settings
-release_all() { for n in n1 n2 n3 n4; do "$THR" --dir "$C" --release "$n" >/dev/null 2>&1; done; return 0; }
-t_on_exit release_all
+ARGS=(--nx 800 --ny 600 --iters 1500 -q)
+slow_node_cluster "$C" 300 "${ARGS[@]}"
 dump() { grep -E 'slow|migrat|swap|cooldown|order' "$C/mjsched.log" | tail -25 >&2; }
 t_on_fail dump
 
-ARGS=(--nx 800 --ny 600 --iters 1500 -q)
 ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
-write_script "$W/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
-  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
-  "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml ${ARGS[*]}"
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
 registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }
 
@@ -73,7 +49,7 @@ assert_eq "n[1,3-4]" "$(job_col "$C" "$B" nodelist)" "job $B on n[1,3-4]"
 assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM expand_after")" "the swap's second half is no longer pending"
 
 # 2. kill -9 inside the cooldown
-restart_sched KILL
+sched_restart "$C" KILL
 
 # 3. n4 slow too: within the cooldown of the migration before the restart
 t_run "$THR" --dir "$C" n4 1

@@ -106,8 +106,8 @@ void ExpandAfter::pass(State& st, ResizeServer& rz, double now, double wait) {
     }
     std::string why;
     if (auto oid = rz.expand_onto(st, id, p.nodes, now, &why)) {
-      log_("job " + std::to_string(id) + ": " + (p.kind == "swap" ? "swap " + p.from + " -> " : "in place of " + p.from + ": ") +
-           "expand onto " + to + " (order " + std::to_string(*oid) + ")");
+      log_("job " + std::to_string(id) + ": " + (p.kind == "swap" ? "swap " + p.from + " -> " + to : "in place of " + p.from) +
+           ": expand onto " + to + " (order " + std::to_string(*oid) + ")");
       st.event(now, id, ev(p, true), "node=" + to + " order=" + std::to_string(*oid));
       drop(st, id, now, "");
     } else if (now - rec->settled > wait) {
