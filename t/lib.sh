@@ -293,8 +293,8 @@ heat_fault_cluster() {
 # scheduler.slow_nodes windows of 2 s, 3 windows, factor 1.5, COOLDOWN s,
 # restart_cost 2 s; releases every node's throttle at exit. Sets THR
 # (vcluster-throttle) and writes $T_TMP/w/job.sh: heat --malleable with heat
-# ARGS (one MPI rank per node, its own MJ_NODE, libmjprof every 0.3 s, at
-# most 3 nodes). The current directory becomes $T_TMP/w.
+# ARGS, then the script's arguments (one MPI rank per node, its own MJ_NODE,
+# libmjprof every 0.3 s, at most 3 nodes). The current directory becomes $T_TMP/w.
 slow_node_cluster() {
   local dir=$1 cooldown=$2 t
   shift 2
@@ -317,7 +317,27 @@ slow_node_cluster() {
   t_on_exit _t_release_throttles
   write_script "$T_TMP/w/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
     "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$lib MJPROF_INTERVAL=0.3 \\" \
-    "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $dir/icheck.yaml $*"
+    "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $dir/icheck.yaml $* \"\$@\""
+}
+
+# rank_cpu_shares DIR — for a failed slow-node test: per heat rank of the
+# cluster DIR, "NODE pid PID cpu=C% wait=W%": the share of the last second it
+# ran and waited runnable (/proc/PID/schedstat), what the detector compares.
+rank_cpu_shares() {
+  local p n a b
+  declare -A t0
+  for p in $(pgrep -x heat); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "MJ_SOCKET=$1/mjsched.sock" || continue
+    t0[$p]=$(cut -d' ' -f1-2 "/proc/$p/schedstat" 2>/dev/null)
+  done
+  sleep 1
+  for p in "${!t0[@]}"; do
+    n=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^MJ_NODE=//p')
+    read -r a b <<<"$(cut -d' ' -f1-2 "/proc/$p/schedstat" 2>/dev/null)"
+    [[ -n $a ]] || continue
+    awk -v n="$n" -v p="$p" -v s="${t0[$p]}" -v a="$a" -v b="$b" \
+      'BEGIN { split(s, o, " "); printf "%s pid %s cpu=%.1f%% wait=%.1f%%\n", n, p, (a - o[1]) / 1e7, (b - o[2]) / 1e7 }'
+  done | sort
 }
 
 # icsched_helpers DIR — for the iCheck-aware scheduling tests, defines on the

@@ -21,20 +21,24 @@
 #     node, no cluster) -> exit 1 and a message; --freeze/--status/--thaw;
 #     a cgroup directory writable by others is refused; another user (a
 #     throw-away one) cannot throttle the cluster's nodes.
-# About 25 s (more on a loaded machine).
+# About 30 s (more on a loaded machine).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
 C=$T_TMP/c W=$T_TMP/w
-# enough iterations that the job still runs well after its migration: a job
-# that ends right after the shrink half never gets the expand half (the swap
-# is then rightly dropped, and the check below could not see it)
 ARGS=(--nx 800 --ny 600 --iters 800 -q)
 slow_node_cluster "$C" 30 "${ARGS[@]}"
-dump() { tail -30 "$C/mjsched.log" >&2; }
+# the throttled job: enough iterations that it still runs when the throttle
+# starts (800 take 3 s on a quiet machine: the job had ended, "n2 not found
+# slow") and well after its migration (a job that ends right after the
+# shrink half never gets the expand half)
+MORE=(--iters 2400)
+dump() { tail -30 "$C/mjsched.log" >&2; echo "heat ranks (CPU share over 1 s):" >&2; rank_cpu_shares "$C" >&2; }
 t_on_fail dump
 
 ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
+"$DYNRES_BIN/heat" "${ARGS[@]}" "${MORE[@]}" --no-icheck >"$T_TMP/refB" &  # the throttled job's, meanwhile
+REFB=$!
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$1.out" | tail -1; }
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
 registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }
@@ -51,7 +55,7 @@ assert_eq 0 "$(ev "$A" migrate)" "no migration in an unthrottled run"
 t_log "unthrottled run: $(job_col "$C" "$A" "end_time - start_time") s"
 
 # ---- 2. throttled: found slow, swapped onto the idle node ------------------
-B=$(mjsub --parsable -N 3 -t 5 -o "$W/heat-%j.out" "$W/job.sh") || t_fatal "mjsub: $B"
+B=$(mjsub --parsable -N 3 -t 5 -o "$W/heat-%j.out" "$W/job.sh" "${MORE[@]}") || t_fatal "mjsub: $B"
 wait_state 20 "$C" "$B" RUNNING || t_fatal "job $B did not start"
 wait_for 20 "heat registered as malleable" registered "$B" || t_fatal "$(cat "$W/heat-$B.out")"
 nl=$(job_col "$C" "$B" nodelist)
@@ -59,6 +63,7 @@ assert_eq "n[1-3]" "$nl" "job $B on n[1-3], n4 idle"
 sleep 1
 t_run "$THR" --dir "$C" n2 1
 assert_eq 0 "$T_RC" "vcluster-throttle n2 1 ($T_ERR)"
+assert_eq RUNNING "$(job_state "$C" "$B")" "job $B still runs when the throttle starts"
 assert_match 'n2: 1 % of one core for [1-9][0-9]* process' "$T_OUT" "the rank on n2 is under the quota"
 t0=$(date +%s.%N)
 slow() { [[ $(ev "$B" slow_node) -ge 1 ]]; }
@@ -75,7 +80,8 @@ expanded() { [[ $(ev "$B" migrate_expand) -ge 1 ]]; }
 wait_for 60 "the expand half of the swap" expanded || t_fatal "no expand; $(tail -8 "$C/mjsched.log")"
 wait_state 150 "$C" "$B" COMPLETED FAILED
 assert_eq COMPLETED "$(job_state "$C" "$B")" "the migrated job completed ($(job_col "$C" "$B" reason))"
-assert_eq "$ref" "$(ck "$B")" "with the fixed-size checksum after the swap"
+wait "$REFB"
+assert_eq "$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$T_TMP/refB")" "$(ck "$B")" "with the fixed-size checksum after the swap"
 assert_eq "n[1,3-4]" "$(sq "$C" "SELECT nodelist FROM allocations WHERE job_id=$B ORDER BY id DESC LIMIT 1")" \
   "its last allocation is off n2, on n4"
 assert_eq "committed committed" "$(sq "$C" "SELECT group_concat(state, ' ') FROM resize_orders WHERE job_id=$B")" \

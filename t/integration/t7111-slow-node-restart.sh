@@ -18,13 +18,15 @@
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
 C=$T_TMP/c W=$T_TMP/w
-ARGS=(--nx 800 --ny 600 --iters 1500 -q)
+# enough iterations that the job still runs when n4 is found slow, after a
+# swap and a restart (1500 were all done on a quiet machine)
+ARGS=(--nx 800 --ny 600 --iters 2500 -q)
 slow_node_cluster "$C" 300 "${ARGS[@]}"
-dump() { grep -E 'slow|migrat|swap|cooldown|order' "$C/mjsched.log" | tail -25 >&2; }
+dump() { grep -E 'slow|migrat|swap|cooldown|order' "$C/mjsched.log" | tail -25 >&2; echo "heat ranks (CPU share over 1 s):" >&2; rank_cpu_shares "$C" >&2; }
 t_on_fail dump
 
-ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
-[[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
+"$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck >"$T_TMP/ref" &  # the fixed-size reference, meanwhile
+REF=$!
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
 registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }
 
@@ -36,6 +38,7 @@ assert_eq "n[1-3]" "$(job_col "$C" "$B" nodelist)" "job $B on n[1-3], n4 idle"
 # 1. n2 slow: swapped onto n4
 t_run "$THR" --dir "$C" n2 1
 assert_eq 0 "$T_RC" "vcluster-throttle n2 1 ($T_ERR)"
+assert_eq RUNNING "$(job_state "$C" "$B")" "job $B still runs when n2's throttle starts"
 mig() { [[ $(ev "$B" migrate) -ge 1 ]]; }
 wait_for 40 "migration off n2 ordered" mig || t_fatal "no migration off n2"
 assert_match '^kind=swap from=n2 to=n4 order=[0-9]+ ' "$(sq "$C" "SELECT detail FROM events WHERE job_id=$B AND kind='migrate'")" \
@@ -54,6 +57,7 @@ sched_restart "$C" KILL
 # 3. n4 slow too: within the cooldown of the migration before the restart
 t_run "$THR" --dir "$C" n4 1
 assert_eq 0 "$T_RC" "vcluster-throttle n4 1 ($T_ERR)"
+assert_eq RUNNING "$(job_state "$C" "$B")" "job $B still runs when n4's throttle starts"
 cooled() { [[ $(sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$B AND kind='migrate_note' AND detail LIKE 'slow node n4: within the cooldown%'") -ge 1 ]]; }
 settled() { cooled || [[ $(ev "$B" migrate) -ge 2 ]]; }
 wait_for 40 "n4 found slow: not moved (cooldown) or moved" settled || t_fatal "n4 not found slow"
@@ -64,6 +68,9 @@ cooled || t_fatal "no cooldown note for n4"
 # 4. the job completes with the fixed-size checksum
 wait_state 120 "$C" "$B" COMPLETED FAILED
 assert_eq COMPLETED "$(job_state "$C" "$B")" "the migrated job completed ($(job_col "$C" "$B" reason))"
+wait "$REF"
+ref=$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$T_TMP/ref")
+[[ -n $ref ]] || t_fail "the fixed-size reference run printed no checksum"
 assert_eq "$ref" "$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$B.out" | tail -1)" "with the fixed-size checksum"
 assert_eq 1 "$(ev "$B" migrate)" "still one migration"
 assert_eq 0 "$(sq "$C" "SELECT COUNT(*) FROM expand_after")" "nothing left pending"
