@@ -158,9 +158,11 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
  * report (both >= 0, finite, sum > 0). The scheduler keeps the MTCT ratio of
  * [John24 §4.1] (time in MPI / time computing) over the job's processes and
  * the performance-aware policy uses it. libmjprof reports it on its own.
- * The report names the node this process runs on (MJ_NODE): per node, the
- * scheduler compares the ranks' compute shares to find slow nodes
- * (mjsched(8) SLOW NODES, [HoG14 §5.5.1]). */
+ * The report names the node this process runs on (MJ_NODE) and, on Linux,
+ * carries the calling thread's CPU seconds and run-queue wait since its
+ * previous report (/proc/thread-self/schedstat): per node, the scheduler
+ * compares the ranks' compute shares and the share of the CPU they got to
+ * find slow nodes (mjsched(8) SLOW NODES, [HoG14 §5.5.1]). */
 int mj_report_perf(double mpi_s, double compute_s);
 /* Fraction of the job's work done, in [0, 1]; shown by mjstat -j. */
 int mj_report_progress(double fraction);

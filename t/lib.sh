@@ -261,6 +261,85 @@ job_col() { sq "$1" "SELECT $3 FROM jobs WHERE id=$2"; }
 # count_jobs DIR [WHERE-clause]
 count_jobs() { sq "$1" "SELECT COUNT(*) FROM jobs ${2:+WHERE $2}"; }
 
+# sched_restart DIR SIGNAL — stop DIR's mjsched with SIGNAL (TERM, or KILL:
+# a crash) and start it again (it reads DIR/dynres.yaml anew); t_fatal when it
+# does not stop or come back.
+sched_restart() {
+  local dir=$1
+  kill "-$2" "$(sched_pid "$dir")"
+  wait_for 10 "mjsched stopped" eval "[[ -z \$(sched_pid '$dir') ]]" || t_fatal "mjsched did not stop"
+  rm -f "$dir/mjsched.sock" "$dir/mjsched.pid"  # what a killed one leaves
+  mjsched --home "$dir" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$dir/mjsched.log")"
+  wait_for 10 "mjsched back" eval "[[ -S '$dir/mjsched.sock' && -n \$(sched_pid '$dir') ]]" || t_fatal "no mjsched"
+}
+
+# heat_fault_cluster DIR N [BOOT-OPTIONS...] — for the node-loss tests with
+# heat and iCheck: skips without mpiexec, heat (with libmj), icheckd or
+# icagent; boots DIR with N nodes, the last one iCheck's, with node agents
+# (tick 0.2 s, kill_wait 1 s, resize timeout 30 s) and waits for the N-1
+# agents.
+heat_fault_cluster() {
+  local dir=$1 n=$(($2 - 1))
+  t_require mpiexec heat mjsub icheckd icagent
+  [[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
+  boot_cluster "$dir" "$2" --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30 "${@:3}"
+  _t_agents() { (($(grep -c 'connected' "$dir/nodes/mjnoded.log" 2>/dev/null) >= n)); }
+  wait_for 10 "$n node agents connected" _t_agents || t_fatal "$(cat "$dir/nodes/mjnoded.log")"
+}
+
+# slow_node_cluster DIR COOLDOWN ARGS... — for the slow-node tests [HoG14
+# §5.5]: skips without mpiexec, heat (with libmj), libmjprof, a cgroup cpu
+# controller or root; boots DIR (4 compute nodes and iCheck's n5) with
+# scheduler.slow_nodes windows of 2 s, 3 windows, factor 1.5, COOLDOWN s,
+# restart_cost 2 s; releases every node's throttle at exit. Sets THR
+# (vcluster-throttle) and writes $T_TMP/w/job.sh: heat --malleable with heat
+# ARGS, then the script's arguments (one MPI rank per node, its own MJ_NODE,
+# libmjprof every 0.3 s, at most 3 nodes). The current directory becomes $T_TMP/w.
+slow_node_cluster() {
+  local dir=$1 cooldown=$2 t
+  shift 2
+  command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"
+  for t in heat icheckd icagent mjcontrol; do [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"; done
+  [[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
+  local lib=$DYNRES_BUILD/lib/libmjprof.so
+  [[ -f $lib ]] || t_skip "libmjprof.so is not built"
+  [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -f /sys/fs/cgroup/cgroup.controllers ]] || t_skip "no cgroup cpu controller"
+  [[ $(id -u) == 0 ]] || t_skip "vcluster-throttle needs root for the cgroup tree"
+  THR=$DYNRES_SRC/share/dynres/vcluster-throttle
+  mkdir -p "$T_TMP/w"
+  cd "$T_TMP/w" || t_fatal "cd $T_TMP/w"
+  boot_cluster "$dir" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
+  sed -i "s/^scheduler:\$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: $cooldown\n    restart_cost: 2/" \
+    "$dir/dynres.yaml"
+  sched_restart "$dir" TERM  # with these settings
+  T_SLOW_DIR=$dir
+  _t_release_throttles() { for t in n1 n2 n3 n4; do "$THR" --dir "$T_SLOW_DIR" --release "$t" >/dev/null 2>&1; done; return 0; }
+  t_on_exit _t_release_throttles
+  write_script "$T_TMP/w/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
+    "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$lib MJPROF_INTERVAL=0.3 \\" \
+    "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $dir/icheck.yaml $* \"\$@\""
+}
+
+# rank_cpu_shares DIR — for a failed slow-node test: per heat rank of the
+# cluster DIR, "NODE pid PID cpu=C% wait=W%": the share of the last second it
+# ran and waited runnable (/proc/PID/schedstat), what the detector compares.
+rank_cpu_shares() {
+  local p n a b
+  declare -A t0
+  for p in $(pgrep -x heat); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "MJ_SOCKET=$1/mjsched.sock" || continue
+    t0[$p]=$(cut -d' ' -f1-2 "/proc/$p/schedstat" 2>/dev/null)
+  done
+  sleep 1
+  for p in "${!t0[@]}"; do
+    n=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^MJ_NODE=//p')
+    read -r a b <<<"$(cut -d' ' -f1-2 "/proc/$p/schedstat" 2>/dev/null)"
+    [[ -n $a ]] || continue
+    awk -v n="$n" -v p="$p" -v s="${t0[$p]}" -v a="$a" -v b="$b" \
+      'BEGIN { split(s, o, " "); printf "%s pid %s cpu=%.1f%% wait=%.1f%%\n", n, p, (a - o[1]) / 1e7, (b - o[2]) / 1e7 }'
+  done | sort
+}
+
 # icsched_helpers DIR — for the iCheck-aware scheduling tests, defines on the
 # cluster DIR: `ic JSON` (one raw request to mjsched.sock, as iCheck's
 # controller sends them; prints the reply), `lent` (the nodes lent to iCheck,

@@ -12,7 +12,8 @@
 #   plain     unthrottled, migration on (the same-run baseline; must not migrate)
 #   stay      throttled, migration off (the job stays on the slow node)
 #   migrate   throttled, migration on (swapped onto the idle node)
-# Per run: runtime_s (start -> end), detect_s (throttle -> slow_node event),
+# Per run: runtime_s (start -> end), detect_s (throttle -> slow_node event;
+# median and p95 over the migrate runs),
 # the migrate event's break_even and cost (seconds), migrations, and the
 # checksum (must equal the fixed-size run). Prints medians per mode, the
 # runtime ratios to plain and migrate/stay, the median detection time and
@@ -73,6 +74,7 @@ echo "# slow.sh: heat $ARGS on 3 of 4 nodes; throttle n2 to $PCT % of one core $
   "$REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 printf '%-8s %4s %10s %9s %11s %7s %5s %s\n' mode rep runtime_s detect_s break_even_s cost_s migr checksum
 declare -A RT DT BE CO
+NP=0  # migrations in the unthrottled runs
 for rep in $(seq "$REPS"); do
   for mode in plain stay migrate; do
     C=$TOP/on
@@ -107,6 +109,7 @@ for rep in $(seq "$REPS"); do
     # measured pause of the migration: both restart-based resizes, adapt-begin -> commit
     co=$(q "$C" "SELECT printf('%.2f', SUM(settled - begun)) FROM resize_orders WHERE job_id=$id AND state='committed' AND begun IS NOT NULL")
     printf '%-8s %4s %10s %9s %11s %7s %5s %s\n' "$mode" "$rep" "$rt" "$dt" "${be:--}" "${co:--}" "$nm" "$ck"
+    [[ $mode == plain ]] && NP=$((NP + nm))
     RT[$mode]+="$rt "
     [[ $dt != - ]] && DT[$mode]+="$dt "
     [[ -n $be ]] && BE[$mode]+="$be "
@@ -119,7 +122,11 @@ echo "# medians over $REPS reps"
 p=$(med "${RT[plain]}") s=$(med "${RT[stay]}") m=$(med "${RT[migrate]}")
 printf 'runtime_s      plain %s  stay %s  migrate %s\n' "$p" "$s" "$m"
 awk -v p="$p" -v s="$s" -v m="$m" 'BEGIN { printf "ratio          stay/plain %.2f  migrate/plain %.2f  migrate/stay %.2f\n", s / p, m / p, m / s }'
-printf 'detect_s       stay %s  migrate %s (throttle -> slow_node event)\n' "$(med "${DT[stay]:-}")" "$(med "${DT[migrate]:-}")"
+# p95: nearest rank (the largest of up to 19 runs)
+p95() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else { k = int(0.95 * NR + 0.999999); print v[k < 1 ? 1 : k] } }'; }
+printf 'detect_s       migrate median %s  p95 %s (throttle -> slow_node event; stay: detection off)\n' \
+  "$(med "${DT[migrate]:-}")" "$(p95 "${DT[migrate]:-}")"
+printf 'migrations     plain %s (unthrottled: must be 0)\n' "$NP"
 cost=$(med "${CO[migrate]:-}")
 r=$(awk -v p="$p" -v s="$s" 'BEGIN { printf "%.2f", s / p }')
 printf 'migration      measured pause %s s (two restart-based resizes); policy break-even (its estimate) %s s\n' \

@@ -50,7 +50,9 @@ t_on_fail show_logs
   committed() { out | grep -qE "^heat: commit iteration=$1 "; }
   wait_for 60 "heat committed iteration 40" committed 40 || t_fatal "no commit of iteration 40"
 
-  # 2. n3 crashes
+  # 2. n3 crashes (n4 drained meanwhile: no idle node takes n3's place, so
+  # that the job runs on, shrunk; t7110 covers the replacement)
+  mjcontrol update node n4 state=drain reason="shrink, no replacement" || t_fatal "cannot drain n4"
   local t0 t1 det ns
   t0=$(date +%s.%N)
   local crash_at
@@ -66,6 +68,7 @@ t_on_fail show_logs
   resumed() { out | grep -q '^heat: resumed order=.* commit=ok'; }
   wait_for 40 "heat resumed on n[1-2]" resumed || t_fatal "heat did not resume"
   assert_eq "n[1-2]" "$(job_col "$CL" "$J" nodelist)" "heat holds n[1-2]"
+  mjcontrol update node n4 state=resume || t_fatal "cannot resume n4"
   outer3() { [[ $(sinfo -h -N -n n3 -o %t) == *'*' || $(sinfo -h -N -n n3 -o %t) == down* ]]; }
   wait_for 20 "the outer Slurm reports n3 not responding" outer3 || t_fail "outer Slurm: n3 is $(sinfo -h -N -n n3 -o %t)"
 

@@ -14,13 +14,9 @@
 # About 40 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 180
-t_require mpiexec heat mjsub icheckd icagent
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
 C=$T_TMP/c W=$T_TMP/w
 mkdir -p "$W"
-boot_cluster "$C" 7 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
-agents() { (($(grep -c 'connected' "$C/nodes/mjnoded.log" 2>/dev/null) >= 6)); }
-wait_for 10 "6 node agents connected" agents || t_fatal "$(cat "$C/nodes/mjnoded.log")"
+heat_fault_cluster "$C" 7
 EVERY=20
 ARGS=(--nx 96 --ny 90 --iters 400 --iter-seconds 0.05 --ckpt-every $EVERY --print-every 1)
 ref=$("$DYNRES_BIN/heat" --nx 96 --ny 90 --iters 400 --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')

@@ -3,8 +3,8 @@
 # nodes and one iCheck node (n6), node agents, policy fpsma (time-scaled):
 #  1. failure during a checkpoint commit: heat commits after every iteration
 #     on n[1-3]; n3 fails while commits stream: the job runs again on n[1-2]
-#     from the last complete checkpoint version and ends with the fixed-size
-#     checksum;
+#     from the last complete checkpoint version (then on an idle node in
+#     n3's place) and ends with the fixed-size checksum;
 #  2. failure during a resize (an order outstanding): heat is ordered from 2
 #     nodes to 1 (a restart-based shrink); n2 fails before the order is
 #     committed: the job never hangs, it ends without n2 (the policy may
@@ -15,13 +15,10 @@
 # About 40 s.
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 180
-t_require mpiexec heat mjsub icheckd icagent nqueens
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
+t_require nqueens
 C=$T_TMP/c W=$T_TMP/w
 mkdir -p "$W"
-boot_cluster "$C" 6 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30 --policy fpsma --time-scale 0.02
-agents() { (($(grep -c 'connected' "$C/nodes/mjnoded.log" 2>/dev/null) >= 5)); }
-wait_for 10 "5 node agents connected" agents || t_fatal "$(cat "$C/nodes/mjnoded.log")"
+heat_fault_cluster "$C" 6 --policy fpsma --time-scale 0.02
 ns() { sq "$C" "SELECT state FROM nodes WHERE name='$1'"; }
 out() { cat "$W/$1.out" 2>/dev/null; }
 sum() { out "$1" | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p'; }
@@ -39,7 +36,9 @@ t_run vcluster-fail n3
 assert_eq 0 "$T_RC" "vcluster-fail n3 ($T_ERR)"
 resumed() { out "$1" | grep -q '^heat: resumed order=.* commit=ok'; }
 wait_for 30 "heat resumed on n[1-2]" resumed c || t_fatal "heat did not resume"
-restored=$(out c | sed -n 's/^heat: restart version=[0-9]* iteration=\([0-9]*\).*/\1/p' | tail -n1)
+# the first restore is the failure's (an idle node then takes n3's place:
+# a later run restores the checkpoint of that expand)
+restored=$(out c | sed -n 's/^heat: restart version=[0-9]* iteration=\([0-9]*\).*/\1/p' | head -n1)
 assert_match "^heat: commit iteration=$restored " "$(out c | grep "^heat: commit iteration=$restored ")" \
   "the version restored (iteration $restored) was a complete commit"
 wait_state 60 "$C" "$J" COMPLETED || t_fatal "job $J: $(job_state "$C" "$J")"

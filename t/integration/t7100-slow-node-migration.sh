@@ -8,7 +8,12 @@
 #  1. unthrottled: the job completes with the fixed-size checksum, and no
 #     slow_node or migrate event is recorded;
 #  2. vcluster-throttle puts the job's second node under a CPU quota of 1 %
-#     of one core (a loaded machine's fair share is already below 20 %): the node is found slow (event slow_node), the job is swapped
+#     of one core (a loaded machine's fair share is already below 20 %): the
+#     node is found slow (event slow_node) from its rank's CPU share — heat's
+#     iterations are message-bound, so the throttled rank is mostly held off
+#     inside MPI and its compute share alone looks like the others' (the
+#     cause of this test's "n2 not found slow" and, with detection late near
+#     the job's end, "expand half" failures on a loaded machine) —, the job is swapped
 #     onto the idle node by checkpoint-restart (migrate kind=swap, then the
 #     expand half), it ends COMPLETED off the throttled node with the
 #     fixed-size checksum, mjstat --history lists the migration;
@@ -16,38 +21,24 @@
 #     node, no cluster) -> exit 1 and a message; --freeze/--status/--thaw;
 #     a cgroup directory writable by others is refused; another user (a
 #     throw-away one) cannot throttle the cluster's nodes.
-# About 40 s (more on a loaded machine).
+# About 30 s (more on a loaded machine).
 . "${DYNRES_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/t/lib.sh"
 t_begin 240
-command -v mpiexec >/dev/null || t_skip "mpiexec (Debian package mpich) is not installed"
-for t in heat icheckd icagent mjcontrol; do [[ -x $DYNRES_BIN/$t ]] || t_skip "$DYNRES_BIN/$t is not built"; done
-[[ $(ldd "$DYNRES_BIN/heat") == *libmj* ]] || t_skip "heat is built without libmj"
-LIB=$DYNRES_BUILD/lib/libmjprof.so
-[[ -f $LIB ]] || t_skip "libmjprof.so is not built"
-[[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us || -f /sys/fs/cgroup/cgroup.controllers ]] || t_skip "no cgroup cpu controller"
-[[ $(id -u) == 0 ]] || t_skip "vcluster-throttle needs root for the cgroup tree"
-THR=$DYNRES_SRC/share/dynres/vcluster-throttle
 C=$T_TMP/c W=$T_TMP/w
-mkdir -p "$W"
-cd "$W" || t_fatal "cd $W"
-boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --resize-timeout 30
-# slow-node windows short enough for a test: restart mjsched with them
-sed -i 's/^scheduler:$/scheduler:\n  slow_nodes:\n    window: 2\n    windows: 3\n    factor: 1.5\n    cooldown: 30\n    restart_cost: 2/' "$C/dynres.yaml"
-kill "$(sched_pid "$C")"
-wait_for 10 "mjsched stopped" eval '[[ -z $(sched_pid "$C") ]]' || t_fatal "mjsched did not stop"
-mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
-wait_for 10 "mjsched back" eval '[[ -S $C/mjsched.sock && -n $(sched_pid "$C") ]]' || t_fatal "no mjsched"
-release_all() { for n in n1 n2 n3 n4; do "$THR" --dir "$C" --release "$n" >/dev/null 2>&1; done; return 0; }
-t_on_exit release_all
-dump() { tail -30 "$C/mjsched.log" >&2; }
+ARGS=(--nx 800 --ny 600 --iters 800 -q)
+slow_node_cluster "$C" 30 "${ARGS[@]}"
+# the throttled job: enough iterations that it still runs when the throttle
+# starts (800 take 3 s on a quiet machine: the job had ended, "n2 not found
+# slow") and well after its migration (a job that ends right after the
+# shrink half never gets the expand half)
+MORE=(--iters 2400)
+dump() { tail -30 "$C/mjsched.log" >&2; echo "heat ranks (CPU share over 1 s):" >&2; rank_cpu_shares "$C" >&2; }
 t_on_fail dump
 
-ARGS=(--nx 800 --ny 600 --iters 500 -q)
 ref=$("$DYNRES_BIN/heat" "${ARGS[@]}" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 [[ -n $ref ]] || t_fatal "the fixed-size reference run printed no checksum"
-write_script "$W/job.sh" '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
-  "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
-  "  $DYNRES_BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml ${ARGS[*]}"
+"$DYNRES_BIN/heat" "${ARGS[@]}" "${MORE[@]}" --no-icheck >"$T_TMP/refB" &  # the throttled job's, meanwhile
+REFB=$!
 ck() { sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$1.out" | tail -1; }
 ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$1 AND kind='$2'"; }
 registered() { [[ $(sq "$C" "SELECT phase FROM mj_jobs WHERE job_id=$1") == accepting ]]; }
@@ -64,7 +55,7 @@ assert_eq 0 "$(ev "$A" migrate)" "no migration in an unthrottled run"
 t_log "unthrottled run: $(job_col "$C" "$A" "end_time - start_time") s"
 
 # ---- 2. throttled: found slow, swapped onto the idle node ------------------
-B=$(mjsub --parsable -N 3 -t 5 -o "$W/heat-%j.out" "$W/job.sh") || t_fatal "mjsub: $B"
+B=$(mjsub --parsable -N 3 -t 5 -o "$W/heat-%j.out" "$W/job.sh" "${MORE[@]}") || t_fatal "mjsub: $B"
 wait_state 20 "$C" "$B" RUNNING || t_fatal "job $B did not start"
 wait_for 20 "heat registered as malleable" registered "$B" || t_fatal "$(cat "$W/heat-$B.out")"
 nl=$(job_col "$C" "$B" nodelist)
@@ -72,6 +63,7 @@ assert_eq "n[1-3]" "$nl" "job $B on n[1-3], n4 idle"
 sleep 1
 t_run "$THR" --dir "$C" n2 1
 assert_eq 0 "$T_RC" "vcluster-throttle n2 1 ($T_ERR)"
+assert_eq RUNNING "$(job_state "$C" "$B")" "job $B still runs when the throttle starts"
 assert_match 'n2: 1 % of one core for [1-9][0-9]* process' "$T_OUT" "the rank on n2 is under the quota"
 t0=$(date +%s.%N)
 slow() { [[ $(ev "$B" slow_node) -ge 1 ]]; }
@@ -88,7 +80,8 @@ expanded() { [[ $(ev "$B" migrate_expand) -ge 1 ]]; }
 wait_for 60 "the expand half of the swap" expanded || t_fatal "no expand; $(tail -8 "$C/mjsched.log")"
 wait_state 150 "$C" "$B" COMPLETED FAILED
 assert_eq COMPLETED "$(job_state "$C" "$B")" "the migrated job completed ($(job_col "$C" "$B" reason))"
-assert_eq "$ref" "$(ck "$B")" "with the fixed-size checksum after the swap"
+wait "$REFB"
+assert_eq "$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$T_TMP/refB")" "$(ck "$B")" "with the fixed-size checksum after the swap"
 assert_eq "n[1,3-4]" "$(sq "$C" "SELECT nodelist FROM allocations WHERE job_id=$B ORDER BY id DESC LIMIT 1")" \
   "its last allocation is off n2, on n4"
 assert_eq "committed committed" "$(sq "$C" "SELECT group_concat(state, ' ') FROM resize_orders WHERE job_id=$B")" \

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -169,10 +170,16 @@ int ensure_env() {
   return MJ_OK;
 }
 
+int request(const json& body, json* out);
+
 int ensure_connected() {
   if (int r = ensure_env(); r != MJ_OK) return r;
   if (g.fd >= 0) return MJ_OK;
-  return connect_and_hello();
+  if (int r = connect_and_hello(); r != MJ_OK) return r;
+  // a new connection (the scheduler restarted) keeps this process's
+  // registration, whichever call reconnected (a perf report often does)
+  if (g.registered && !g.deregistered) return request({{"op", "mj_register"}}, nullptr);
+  return MJ_OK;
 }
 
 /// Send a request and wait for its reply. MJ_OK with *out set, or an error.
@@ -279,10 +286,7 @@ int probe(int timeout_ms, int* pending, mj_role* role, mj_order* order) {
     auto t = std::chrono::steady_clock::now();
     if (t - g.last_try < std::chrono::seconds(1)) return fail(MJ_ERR_CONNECT, "no connection to the scheduler");
     g.last_try = t;
-    if (int r = connect_and_hello(); r != MJ_OK) return r;
-    if (g.registered && !g.deregistered) {
-      if (int r = request({{"op", "mj_register"}}, nullptr); r != MJ_OK) return r;
-    }
+    if (int r = ensure_connected(); r != MJ_OK) return r;  // registers again
   }
   if (int r = absorb(); r != MJ_OK) return r;
   auto ready = [&] { return g.order && (g.order->rolled_back ? g.order->begun : !g.order->begun); };
@@ -467,6 +471,26 @@ int mj_adapt_commit(int64_t order_id, const char* const* released, int nreleased
   return fail(MJ_ERR_CONNECT, "lost the scheduler during the commit of order " + std::to_string(order_id));
 }
 
+namespace {
+/// The calling thread's seconds on a CPU and waiting on a run queue
+/// (/proc/thread-self/schedstat, Linux with CONFIG_SCHED_INFO; the wait
+/// includes time held off by a cgroup CPU quota); false when unreadable.
+bool thread_schedstat(double* cpu_s, double* delay_s) {
+  int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char b[128];
+  ssize_t n = ::read(fd, b, sizeof b - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  b[n] = 0;
+  unsigned long long on = 0, wait = 0;
+  if (std::sscanf(b, "%llu %llu", &on, &wait) != 2) return false;
+  *cpu_s = static_cast<double>(on) * 1e-9;
+  *delay_s = static_cast<double>(wait) * 1e-9;
+  return true;
+}
+}  // namespace
+
 int mj_report_perf(double mpi_s, double compute_s) {
   if (!std::isfinite(mpi_s) || !std::isfinite(compute_s) || mpi_s < 0 || compute_s < 0 || mpi_s + compute_s <= 0 ||
       mpi_s > 1e9 || compute_s > 1e9)
@@ -474,6 +498,18 @@ int mj_report_perf(double mpi_s, double compute_s) {
   json body = {{"op", "mj_perf"}, {"mpi_s", mpi_s}, {"compute_s", compute_s}};
   if (int r = ensure_env(); r != MJ_OK) return r;
   if (!g.node.empty()) body["node"] = g.node;  // where this rank runs: the slow-node detector's attribution
+  // The thread's CPU time and run-queue wait since its previous report: how
+  // much of the CPU its node gave it (a rank held off the CPU inside MPI looks
+  // like one waiting for the others by its compute share alone).
+  thread_local double last_cpu = -1, last_delay = -1;
+  double cpu = 0, delay = 0;
+  if (thread_schedstat(&cpu, &delay)) {
+    if (last_cpu >= 0 && cpu >= last_cpu && delay >= last_delay && cpu - last_cpu <= 1e9 && delay - last_delay <= 1e9) {
+      body["cpu_s"] = cpu - last_cpu;
+      body["delay_s"] = delay - last_delay;
+    }
+    last_cpu = cpu, last_delay = delay;
+  }
   return request(body, nullptr);
 }
 

@@ -6,6 +6,10 @@ namespace dynres::sched {
 
 NodeReaction react_to_nodes(const Snapshot& snap) {
   NodeReaction out;
+  std::vector<int> idle;  // idle, up nodes not yet given as a replacement, lowest first
+  for (size_t i = 0; i < snap.nodes.size(); ++i)
+    if (snap.nodes[i].up && snap.nodes[i].job == 0) idle.push_back(static_cast<int>(i));
+  size_t next_idle = 0;
   for (const auto& r : snap.running) {
     if (r.nodes.empty()) continue;
     std::vector<int> lost, drained, healthy;
@@ -36,6 +40,16 @@ NodeReaction react_to_nodes(const Snapshot& snap) {
       for (int k = left - 1, extra = left - target; k >= 0 && extra > 0; --k)
         if (healthy[k] != first) s.nodes.push_back(healthy[k]), --extra;
       std::sort(s.nodes.begin(), s.nodes.end());
+      if (can_restart) {
+        // idle nodes in the place of those given back: the job keeps its size
+        const int now_n = static_cast<int>(r.nodes.size()), after = now_n - static_cast<int>(s.nodes.size());
+        const int avail = static_cast<int>(idle.size() - next_idle);
+        const int want = std::min({now_n, std::max(r.max_nodes, after), after + avail});
+        const int to = largest_admissible(r.constraint, std::max(1, r.min_nodes), want);
+        std::vector<int> repl;
+        for (int k = after; k < to; ++k) repl.push_back(idle[next_idle++]);
+        out.replacements.push_back(std::move(repl));
+      }
       (can_restart ? out.restarts : out.shrinks).push_back(std::move(s));
       continue;
     }

@@ -16,6 +16,13 @@ double compute_share(const RankSample& r) {
   return t > 0 ? r.compute_s / t : -1;
 }
 
+double cpu_availability(const RankSample& r) {
+  if (!(r.cpu_s >= 0) || !(r.delay_s >= 0) || !std::isfinite(r.cpu_s) || !std::isfinite(r.delay_s)) return -1;
+  const double runnable = r.cpu_s + r.delay_s, wall = r.compute_s + r.mpi_s;
+  if (!(runnable > 0) || !std::isfinite(wall) || runnable < 0.25 * wall) return -1;
+  return r.cpu_s / runnable;
+}
+
 double break_even(double ratio, double after, double cost) {
   if (!(cost > 0)) return 0;
   if (!(ratio > after)) return std::numeric_limits<double>::infinity();
@@ -29,25 +36,35 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/// Per node of the job: its value over the job's median in window w, for
-/// the nodes with data; empty when the window has no comparison.
+/// Per node of the job: the iteration time its values in window w imply
+/// over the job's median (the larger of the two measures), for the nodes
+/// with data; empty when the window has no comparison.
 std::map<int, double> ratios(const PerfWindow& w, const std::set<int>& held) {
-  std::map<int, std::vector<double>> per_node;
-  std::vector<double> all;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::map<int, std::vector<double>> share, avail;
+  std::vector<double> all_share, all_avail;
   for (auto& r : w.ranks) {
     if (!held.count(r.node)) continue;
-    const double v = compute_share(r);
-    if (v < 0) continue;
-    per_node[r.node].push_back(v);
-    all.push_back(v);
+    if (const double v = compute_share(r); v >= 0) share[r.node].push_back(v), all_share.push_back(v);
+    if (const double a = cpu_availability(r); a >= 0) avail[r.node].push_back(a), all_avail.push_back(a);
   }
   std::map<int, double> out;
-  if (per_node.size() < 2) return out;
-  const double m = median(all);
-  for (auto& [node, vals] : per_node) {
-    const double v = median(vals);
-    // a median of 0 (every other rank only waited): any computing node is slow
-    out[node] = m > 0 ? v / m : (v > 0 ? std::numeric_limits<double>::infinity() : 0);
+  if (share.size() >= 2) {
+    const double m = median(all_share);
+    for (auto& [node, vals] : share) {
+      const double v = median(vals);
+      // a median of 0 (every other rank only waited): any computing node is slow
+      out[node] = m > 0 ? v / m : (v > 0 ? inf : 0);
+    }
+  }
+  if (avail.size() >= 2) {
+    const double m = median(all_avail);
+    for (auto& [node, vals] : avail) {
+      const double a = median(vals);
+      // a node that got no CPU at all while the others got some: slow
+      const double r = a > 0 ? m / a : (m > 0 ? inf : 0);
+      out[node] = out.count(node) ? std::max(out[node], r) : r;
+    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "dynres/node_health.hpp"
 #include "dynres/paths.hpp"
 #include "dynres/schedd.hpp"
+#include "expand_after.hpp"
 #include "node_watch.hpp"
 #include "resize_server.hpp"
 
@@ -42,6 +43,7 @@ void Daemon::react_to_nodes() {
   std::vector<int64_t> node_ids;
   auto snap = build_snapshot(st, now, node_ids);
   resizer().annotate(snap, now);
+  expand_after().annotate(snap);  // nodes kept for a swap or a replacement are not idle
   auto r = sched::react_to_nodes(snap);
   auto fail = [&](int64_t job, const std::vector<int>& lost) {
     std::vector<std::string> names;
@@ -76,7 +78,8 @@ void Daemon::react_to_nodes() {
       shrink_why_[s.job] = why;
     }
   }
-  for (auto& s : r.restarts) {
+  for (size_t k = 0; k < r.restarts.size(); ++k) {
+    const auto& s = r.restarts[k];
     std::vector<std::string> names;
     std::vector<int> gone;
     for (int i : s.nodes) {
@@ -94,6 +97,18 @@ void Daemon::react_to_nodes() {
     if (!fresh) continue;  // restarting already
     daemon_log("job " + std::to_string(s.job) + ": lost node(s), its listener gone: runs again without " +
                compress_hostlist(names) + " from its last checkpoint (restart order " + std::to_string(*id) + ")");
+    // idle nodes in the lost ones' place: once the restart committed, the
+    // job is expanded onto them and keeps its size (one expand per node)
+    const auto& repl = r.replacements.at(k);
+    if (!repl.empty()) {
+      std::vector<std::string> with_names;
+      for (int i : repl) with_names.push_back(snap.nodes.at(i).name);
+      const std::string with = compress_hostlist(with_names), from = compress_hostlist(names);
+      expand_after().add(st, s.job, {*id, with_names, "replace", from});
+      daemon_log("job " + std::to_string(s.job) + ": " + with + " kept to take the place of " + from + " after order " +
+                 std::to_string(*id));
+      st.event(now, s.job, "replace", "lost=" + from + " with=" + with + " order=" + std::to_string(*id));
+    }
     // the supervisor stops what is left of this run (MPI ranks on the other
     // nodes may wait forever for the lost ones) and runs the script again
     auto j = st.job(s.job);

@@ -6,7 +6,8 @@
 //                    {"op":"mj_begin","order":N,"restart":bool}
 //                    {"op":"mj_commit","order":N,"released":[names]}
 //                    {"op":"mj_status","order":N}
-//                    {"op":"mj_perf","mpi_s":x,"compute_s":y[,"node":NAME]} {"op":"mj_progress","fraction":f}
+//                    {"op":"mj_perf","mpi_s":x,"compute_s":y[,"node":NAME][,"cpu_s":c,"delay_s":d]}
+//                    {"op":"mj_progress","fraction":f}
 //   mjsched -> job   replies {"re":OP,"ok":true,...} or {"re":OP,"error":"..."}
 //                    pushed  {"op":"mj_order","order":N,"kind":"expand"|"shrink","nodes":[...],"count":k,
 //                             "from":n,"to":m,"deadline":t}
@@ -77,12 +78,14 @@ ResizeServer::~ResizeServer() {
 void ResizeServer::load(State& st, double now) {
   resize::migrate(st);
   book_.set_next_id(resize::max_order_id(st) + 1);
-  std::map<int64_t, JobRecord> running;
-  for (auto& j : st.jobs({kRunning})) running[j.id] = j;
   for (auto& o : resize::outstanding(st))
     if (!settle_unacknowledged(st, o.order, "scheduler restarted before the order was committed", now))
       log_("job " + std::to_string(o.order.job) + ": order " + std::to_string(o.order.id) +
            " rolled back (scheduler restarted)");
+  // the node lists after those commits (a relaunched restart order committed
+  // on the job's behalf changed them): read now, not before
+  std::map<int64_t, JobRecord> running;
+  for (auto& j : st.jobs({kRunning})) running[j.id] = j;
   for (auto& i : resize::running_infos(st)) {
     auto it = running.find(i.job);
     if (it == running.end()) continue;
@@ -337,9 +340,17 @@ void ResizeServer::handle(State& st, Conn& c, const json& m, double now) {
       if (o.job == c.job) sm += o.mpi_s, sc += o.compute_s;
     double ratio = sc > 0 ? sm / sc : 1e9;
     mtct_[c.job] = ratio;
+    // optional: the reporting thread's CPU seconds and run-queue wait (libmj)
+    double cpu = -1, delay = -1;
+    if (m.contains("cpu_s") || m.contains("delay_s")) {
+      auto c_s = num_member(m, "cpu_s", 0, 1e9), d_s = num_member(m, "delay_s", 0, 1e9);
+      if (!c_s || !d_s) return fail("mj_perf: cpu_s and delay_s must come together, each in [0, 1e9] seconds");
+      cpu = *c_s, delay = *d_s;
+    }
     if (auto node = str_member(m, "node"); on_perf_ && !node.empty()) {
       auto held = book_.nodes(c.job);  // a node the job does not hold is not attributed
-      if (std::find(held.begin(), held.end(), node) != held.end()) on_perf_(c.job, c.pid, node, *mpi, *comp, now);
+      if (std::find(held.begin(), held.end(), node) != held.end())
+        on_perf_(c.job, c.pid, node, {-1, *comp, *mpi, cpu, delay}, now);
     }
     if (now - c.last_write >= 1.0) {
       resize::set_perf(st, c.job, ratio, now);

@@ -17,6 +17,7 @@
 #include "dynres/proto.hpp"
 #include "dynres/resize.hpp"
 #include "dynres/sched.hpp"
+#include "dynres/slow_nodes.hpp"
 
 namespace dynres {
 class State;
@@ -95,9 +96,11 @@ class ResizeServer {
   /// {"ok":true,"order":K} or {"error":...}.
   proto::json admin_request(State& st, uint32_t uid, const proto::json& m, const sched::Snapshot& snap, double now);
   /// Called with every accepted mj_perf report that names one of the job's
-  /// nodes: (job, the reporting process's pid, node name, mpi_s, compute_s,
-  /// now). The slow-node watch (slow_watch.hpp) adds them up per window.
-  using PerfListener = std::function<void(int64_t, pid_t, const std::string&, double, double, double)>;
+  /// nodes: (job, the reporting process's pid, node name, the report's
+  /// seconds — compute_s, mpi_s, and cpu_s, delay_s or -1 when it has none;
+  /// RankSample::node unset —, now). The slow-node watch (slow_watch.hpp)
+  /// adds them up per window.
+  using PerfListener = std::function<void(int64_t, pid_t, const std::string&, const sched::RankSample&, double)>;
   void set_perf_listener(PerfListener f) { on_perf_ = std::move(f); }
   /// Order job to take exactly `nodes` (names, idle): the second half of a
   /// slow-node swap. The order id, or std::nullopt with the reason in *why.

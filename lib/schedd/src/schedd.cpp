@@ -35,6 +35,7 @@
 #include "icheck_server.hpp"
 #include "power_view.hpp"
 #include "resize_server.hpp"
+#include "expand_after.hpp"
 #include "slow_watch.hpp"
 
 namespace dynres::schedd {
@@ -246,16 +247,21 @@ ResizeServer& Daemon::resizer() {
     resize_->set_order_hook([this](State& st, int64_t job, int from, int to, double now) {
       icheck().app_info(st, job, from, to, now);
     });
-    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, double mpi, double comp,
-                                      double t) { slow_watch().perf(job, pid, node, mpi, comp, t); });
+    resize_->set_perf_listener([this](int64_t job, pid_t pid, const std::string& node, const sched::RankSample& r,
+                                      double t) { slow_watch().perf(job, pid, node, r, t); });
     resize_->load(state(), now_seconds());
   }
   return *resize_;
 }
 
 SlowWatch& Daemon::slow_watch() {
-  if (!slow_) slow_ = std::make_unique<SlowWatch>(cfg.slow_nodes, [](const std::string& m) { log(m); });
+  if (!slow_) slow_ = std::make_unique<SlowWatch>(cfg.slow_nodes, expand_after(), [](const std::string& m) { log(m); });
   return *slow_;
+}
+
+ExpandAfter& Daemon::expand_after() {
+  if (!after_) after_ = std::make_unique<ExpandAfter>([](const std::string& m) { log(m); });
+  return *after_;
 }
 
 IcheckServer& Daemon::icheck() {
@@ -309,12 +315,13 @@ int Daemon::pass() {
   double now = now_seconds();
   ResizeServer& rz = resizer();
   rz.tick(st, now);  // orders past their deadline are rolled back; ended jobs forgotten
-  slow_watch().pass(st, rz, now);  // migration off slow nodes [HoG14 §5.5] (slow_watch.hpp)
+  expand_after().pass(st, rz, now);  // swaps' second halves, lost nodes' replacements (expand_after.hpp)
+  slow_watch().pass(st, rz, now);    // migration off slow nodes [HoG14 §5.5] (slow_watch.hpp)
   std::vector<int64_t> node_ids;
   std::map<int64_t, std::string> blocked;
   auto snap = build_snapshot(st, now, node_ids, &blocked);
   rz.annotate(snap, now);
-  slow_watch().annotate(snap);  // idle nodes promised to a swap
+  expand_after().annotate(snap);  // idle nodes kept for a swap or a replacement
   icheck().annotate(st, snap, node_ids, now);
   if (cfg.policy.policy == sched::Policy::power) {  // the corridor is re-read every pass (§5.2.1)
     if (!power_) power_ = std::make_unique<PowerView>(home);

@@ -10,8 +10,8 @@ namespace dynres {
 std::vector<MigrationEvent> migration_events(State& st, const std::set<int64_t>& jobs) {
   std::vector<MigrationEvent> out;
   Stmt s(st.db(),
-         "SELECT time, job_id, kind, detail FROM events WHERE kind IN ('slow_node','migrate','migrate_expand',"
-         "'migrate_note') ORDER BY time, id");
+         "SELECT time, job_id, kind, detail FROM events WHERE kind IN ('slow_node','migrate','migrate_expand','replace',"
+         "'replace_expand','replace_note','migrate_note') ORDER BY time, id");
   while (s.step()) {
     MigrationEvent e{s.f64(0), s.i64(1), s.text(2), s.text(3)};
     if (jobs.empty() || jobs.count(e.job)) out.push_back(std::move(e));

@@ -5,16 +5,17 @@
 #include <cmath>
 #include <cstdio>
 
+#include "dynres/db.hpp"
 #include "dynres/resize_store.hpp"
 #include "dynres/schedd.hpp"
 #include "dynres/state.hpp"
+#include "expand_after.hpp"
 #include "resize_server.hpp"
 
 namespace dynres::schedd {
 
 namespace {
 constexpr size_t kMaxRanks = 4096;         ///< reporting processes kept per job and window
-constexpr double kSwapExpandWait = 120;    ///< s after the shrink commit to get the expand half in
 
 std::string fmt(double v) {
   char b[32];
@@ -43,7 +44,7 @@ double measured_restart_cost(State& st, int64_t job) {
 }
 }  // namespace
 
-void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, double mpi_s, double compute_s, double now) {
+void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, const sched::RankSample& r, double now) {
   if (!cfg_.enabled) return;
   Job& j = jobs_[job];
   if (j.window_start < 0) j.window_start = now;
@@ -53,15 +54,14 @@ void SlowWatch::perf(int64_t job, pid_t pid, const std::string& node, double mpi
     it = j.ranks.emplace(pid, Acc{node}).first;
   }
   if (it->second.node != node) it->second = Acc{node};  // a process cannot move: a new one with its pid
-  it->second.mpi += mpi_s;
-  it->second.comp += compute_s;
-}
-
-void SlowWatch::annotate(sched::Snapshot& snap) const {
-  for (auto& [id, j] : jobs_) {
-    if (j.swap_to.empty()) continue;
-    for (auto& n : snap.nodes)
-      if (n.name == j.swap_to && n.job == 0) n.job = id;  // promised to the swapping job
+  sched::RankSample& s = it->second.sum;
+  s.compute_s += r.compute_s;
+  s.mpi_s += r.mpi_s;
+  if (r.cpu_s >= 0 && r.delay_s >= 0 && s.cpu_s >= 0) {
+    s.cpu_s += r.cpu_s;
+    s.delay_s += r.delay_s;
+  } else {
+    s.cpu_s = s.delay_s = -1;  // a window's availability needs all its reports'
   }
 }
 
@@ -71,12 +71,20 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
   for (auto& j : st.jobs({kRunning})) running.emplace(j.id, j);
   for (auto it = jobs_.begin(); it != jobs_.end();)
     it = running.count(it->first) ? std::next(it) : jobs_.erase(it);
+  for (auto& [id, j] : jobs_) {
+    if (j.cooldown_read) continue;
+    // the job's last migration, also one ordered before mjsched restarted
+    Stmt s(st.db(), "SELECT MAX(time) FROM events WHERE job_id=? AND kind='migrate'");
+    s.bind(1, id);
+    if (s.step() && !s.is_null(0)) j.last_migration = s.f64(0);
+    j.cooldown_read = true;
+  }
   const size_t keep = static_cast<size_t>(std::max(16, 4 * cfg_.windows));
   bool enough = false;  // a window closed in this pass for a job that has enough of them
   for (auto& [id, j] : jobs_) {
     if (j.window_start >= 0 && now - j.window_start >= cfg_.window) {
       if (!j.ranks.empty()) {
-        enough = enough || (j.swap_to.empty() && j.windows.size() + 1 >= static_cast<size_t>(cfg_.windows));
+        enough = enough || (!after_.pending(id) && j.windows.size() + 1 >= static_cast<size_t>(cfg_.windows));
         std::vector<std::pair<std::string, Acc>> w;
         for (auto& [pid, a] : j.ranks) w.emplace_back(a.node, a);
         j.windows.push_back(std::move(w));
@@ -87,53 +95,25 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
       j.window_start = now;
     }
   }
-  // the expand half of swaps whose shrink committed
-  for (auto& [id, j] : jobs_) {
-    if (j.swap_to.empty()) continue;
-    auto rec = resize::order(st, j.swap_order);
-    auto drop = [&](const std::string& why) {
-      log_("job " + std::to_string(id) + ": swap " + j.swap_from + " -> " + j.swap_to + " ends shrunk: " + why);
-      st.event(now, id, "migrate_note", "swap to " + j.swap_to + " not completed: " + why);
-      j.swap_to.clear();
-    };
-    if (!rec || rec->state == "rolled_back") {
-      drop("the shrink away from " + j.swap_from + " was rolled back" + (rec ? ": " + rec->reason : ""));
-      continue;
-    }
-    if (rec->state != "committed") continue;
-    std::string why;
-    bool idle = false;
-    for (auto& n : st.nodes())
-      if (n.name == j.swap_to) idle = n.state == "up" && !n.job_id;
-    if (!idle) {
-      drop("node " + j.swap_to + " is no longer idle");
-      continue;
-    }
-    if (auto oid = rz.expand_onto(st, id, {j.swap_to}, now, &why)) {
-      log_("job " + std::to_string(id) + ": swap " + j.swap_from + " -> " + j.swap_to + ": expand onto " + j.swap_to +
-           " (order " + std::to_string(*oid) + ")");
-      st.event(now, id, "migrate_expand", "node=" + j.swap_to + " order=" + std::to_string(*oid));
-      j.swap_to.clear();
-    } else if (now - rec->settled > kSwapExpandWait) {
-      drop("the job took no expand order within " + std::to_string(static_cast<int>(kSwapExpandWait)) + " s: " + why);
-    }  // else: the relaunched job has not registered yet; next pass
-  }
   if (!enough) return;
   std::vector<int64_t> node_ids;
   auto snap = build_snapshot(st, now, node_ids);
   rz.annotate(snap, now);
-  annotate(snap);
+  after_.annotate(snap);
   std::map<std::string, int> index;
   for (size_t i = 0; i < snap.nodes.size(); ++i) index[snap.nodes[i].name] = static_cast<int>(i);
   std::vector<sched::JobWindows> jws;
   for (auto& [id, j] : jobs_) {
-    if (!j.swap_to.empty() || j.windows.size() < static_cast<size_t>(cfg_.windows)) continue;
+    if (after_.pending(id) || j.windows.size() < static_cast<size_t>(cfg_.windows)) continue;
     sched::JobWindows jw;
     jw.job = id;
     for (size_t k = 0; k < j.windows.size(); ++k) {
       sched::PerfWindow w{j.ends[k], {}};
       for (auto& [node, a] : j.windows[k])
-        if (auto it = index.find(node); it != index.end()) w.ranks.push_back({it->second, a.comp, a.mpi});
+        if (auto it = index.find(node); it != index.end()) {
+          w.ranks.push_back(a.sum);
+          w.ranks.back().node = it->second;
+        }
       jw.windows.push_back(std::move(w));
     }
     jw.last_migration = j.last_migration;
@@ -169,7 +149,7 @@ void SlowWatch::pass(State& st, ResizeServer& rz, double now) {
     j.last_migration = now;
     j.windows.clear(), j.ends.clear(), j.ranks.clear(), j.announced.clear();
     j.window_start = -1;
-    if (m.kind == sched::MigrationKind::swap) j.swap_from = from, j.swap_to = to, j.swap_order = *oid;
+    if (m.kind == sched::MigrationKind::swap) after_.add(st, m.job, {*oid, {to}, "swap", from});
   }
   for (auto& [job, note] : r.notes) {
     Job& j = jobs_[job];

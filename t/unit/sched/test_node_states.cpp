@@ -107,7 +107,7 @@ TEST_CASE("node states: no policy starts or expands a job on a drained or down n
 }
 
 TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots") {
-  int shrunk = 0, failed = 0, evacuated = 0, waited = 0, restarted = 0;
+  int shrunk = 0, failed = 0, evacuated = 0, waited = 0, restarted = 0, replaced = 0;
   for (uint64_t seed = 1; seed <= 3000; ++seed) {
     Snapshot s = random_states(7000 + seed);
     // some malleable jobs that do not accept orders lost their listener
@@ -119,6 +119,18 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
     REQUIRE(a.shrinks.size() == b.shrinks.size());
     REQUIRE(a.failures.size() == b.failures.size());
     REQUIRE(a.restarts.size() == b.restarts.size());
+    REQUIRE(a.replacements == b.replacements);
+    REQUIRE(a.replacements.size() == a.restarts.size());
+    std::set<int> given;  // replacements: idle, up, each to one job
+    for (size_t k = 0; k < a.restarts.size(); ++k)
+      for (int x : a.replacements[k]) {
+        REQUIRE(x >= 0);
+        REQUIRE(x < static_cast<int>(s.nodes.size()));
+        REQUIRE(s.nodes[x].up);
+        REQUIRE(s.nodes[x].job == 0);
+        REQUIRE(given.insert(x).second);
+        ++replaced;
+      }
     std::map<int64_t, int> seen;
     for (auto& sh : a.shrinks) REQUIRE(++seen[sh.job] == 1);
     for (auto& sh : a.restarts) REQUIRE(++seen[sh.job] == 1);
@@ -161,6 +173,16 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
         const int to = static_cast<int>(r.nodes.size() - sh.nodes.size());
         REQUIRE(to >= std::max(1, r.min_nodes));
         REQUIRE(admissible(r.constraint, to));
+        if (re) {  // with its replacements: never above its size now nor (unless already) its maximum
+          const size_t k = static_cast<size_t>(std::find_if(a.restarts.begin(), a.restarts.end(),
+                                                            [&](auto& x) { return x.job == r.id; }) - a.restarts.begin());
+          const int with = to + static_cast<int>(a.replacements[k].size());
+          REQUIRE(with <= static_cast<int>(r.nodes.size()));
+          if (with > to) {
+            REQUIRE(with <= std::max(r.max_nodes, to));
+            REQUIRE(admissible(r.constraint, with));
+          }
+        }
         if (!re) ++(lost.empty() ? evacuated : shrunk);
       } else if (fail.count(r.id)) {
         REQUIRE(!lost.empty());
@@ -187,6 +209,7 @@ TEST_CASE("node states: react_to_nodes keeps its invariants on random snapshots"
   CHECK(evacuated > 50);
   CHECK(waited > 5);
   CHECK(restarted > 20);
+  CHECK(replaced > 5);
 }
 
 namespace {
@@ -232,11 +255,34 @@ TEST_CASE("react_to_nodes: hand-worked cases") {
     REQUIRE(r.shrinks.empty());
     REQUIRE(r.restarts.size() == 1);
     CHECK(r.restarts[0].nodes == std::vector<int>{2});
+    CHECK(r.replacements == std::vector<std::vector<int>>{{}});  // no idle node: on N-1
     s.running[0].restartable = false;  // never registered: a failure
     s.running[0].adapting = false;
     r = react_to_nodes(s);
     REQUIRE(r.restarts.empty());
     REQUIRE(r.failures.size() == 1);
+  }
+  SECTION("a restarted job takes an idle node in the lost one's place, once") {
+    auto s = hand({NS::up, NS::down, NS::up, NS::up, NS::up, NS::up});
+    s.running.push_back(job(1, JobKind::malleable, {0, 1, 2}, 1, s));
+    s.running.push_back(job(2, JobKind::malleable, {3, 4}, 1, s));
+    s.nodes[4].up = false, s.nodes[4].lost = true;
+    for (auto& r : s.running) r.accepting = false, r.restartable = true;
+    auto r = react_to_nodes(s);
+    REQUIRE(r.restarts.size() == 2);
+    CHECK(r.restarts[0].nodes == std::vector<int>{1});
+    CHECK(r.restarts[1].nodes == std::vector<int>{4});
+    REQUIRE(r.replacements.size() == 2);
+    CHECK(r.replacements[0] == std::vector<int>{5});  // the one idle node, to the first job
+    CHECK(r.replacements[1].empty());
+    s.running[0].max_nodes = 2;  // at its maximum without the lost node: no replacement
+    r = react_to_nodes(s);
+    CHECK(r.replacements[0].empty());
+    CHECK(r.replacements[1] == std::vector<int>{5});
+    s.running[0].max_nodes = 16;
+    s.running[0].constraint = Constraint::even;  // 2 -> 3 would not be admissible
+    r = react_to_nodes(s);
+    CHECK(r.replacements[0].empty());
   }
   SECTION("malleable job loses its first node: failure") {
     auto s = hand({NS::down, NS::up, NS::up});

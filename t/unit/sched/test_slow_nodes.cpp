@@ -80,6 +80,50 @@ TEST_CASE("slow nodes: fewer windows than configured, or a streak broken, detect
   CHECK(gap.react().slow.empty());
 }
 
+TEST_CASE("slow nodes: cpu_availability", "[slow]") {
+  CHECK(cpu_availability({0, 1, 1, 0.5, 1.5}) == Approx(0.25));
+  CHECK(cpu_availability({0, 1, 1}) == -1);                   // not reported
+  CHECK(cpu_availability({0, 1, 1, 0.5, -1}) == -1);
+  CHECK(cpu_availability({0, 0.1, 1.9, 0.05, 0.05}) == -1);  // runnable 0.1 of 2 s: it slept (blocked in MPI)
+  CHECK(cpu_availability({0, 0.1, 1.9, 0.3, 0.2}) == Approx(0.6));
+  CHECK(cpu_availability({0, 1, 1, 0, 0}) == -1);
+  CHECK(cpu_availability({0, 1, 1, std::numeric_limits<double>::infinity(), 1}) == -1);
+}
+
+TEST_CASE("slow nodes: a node held off the CPU inside MPI is found by its CPU availability", "[slow]") {
+  // A message-bound job on a node under a CPU quota: its rank spends its
+  // quota spinning in MPI and is held off there, so every rank's compute
+  // share is the same (all look like waiting); only the share of the CPU
+  // each got tells the throttled node apart.
+  Snapshot snap = cluster(5, 100);
+  malleable(snap, 1, {0, 1, 2}, 1, 5, Constraint::none, 0, -1);
+  JobWindows jw;
+  jw.job = 1;
+  for (int k = 0; k < 3; ++k) {
+    PerfWindow w{96.0 + 2 * k, {}};
+    w.ranks.push_back({0, 0.02, 1.98, 1.0, 1.0});   // got 50 % of a core
+    w.ranks.push_back({1, 0.02, 1.98, 0.02, 1.98});  // got 1 %: the quota
+    w.ranks.push_back({2, 0.02, 1.98, 0.9, 1.1});
+    jw.windows.push_back(w);
+  }
+  SlowNodeConfig cfg;
+  auto out = find_slow_nodes(snap, {jw}, cfg);
+  REQUIRE(out.slow.size() == 1);
+  CHECK(out.slow[0].node == 1);
+  CHECK(out.slow[0].ratio == Approx(0.45 / 0.01));  // the job's median availability over the node's
+  REQUIRE(out.migrations.size() == 1);
+  CHECK(out.migrations[0].from == 1);
+  CHECK(out.migrations[0].to == 3);
+  // without the CPU figures (an older libmj) the compute shares alone see nothing
+  for (auto& w : jw.windows)
+    for (auto& r : w.ranks) r.cpu_s = r.delay_s = -1;
+  CHECK(find_slow_nodes(snap, {jw}, cfg).slow.empty());
+  // a node whose rank only got half the median's share stays below factor 2.5
+  for (auto& w : jw.windows) w.ranks[1].cpu_s = 0.9, w.ranks[1].delay_s = 1.1, w.ranks[0].cpu_s = 0.45, w.ranks[0].delay_s = 1.55;
+  cfg.factor = 2.5;
+  CHECK(find_slow_nodes(snap, {jw}, cfg).slow.empty());
+}
+
 TEST_CASE("slow nodes: the ratio must exceed the factor", "[slow]") {
   Run r(2, 3);
   r.cfg.factor = 5;  // 1.9 / 0.4 = 4.75
@@ -218,12 +262,23 @@ TEST_CASE("slow nodes: properties on random runs", "[slow][property]") {
     for (int k = 0; k < cfg.windows + pick(0, 4); ++k) {
       PerfWindow w{1000 - 2.0 * k, {}};
       // uniform: every share within a factor sqrt(cfg.factor) of a common base
-      const double base = uni(0.05, 0.6), spread = std::sqrt(cfg.factor);
+      // and every CPU availability within a factor sqrt(cfg.factor) of another
+      const double base = uni(0.05, 0.6), spread = std::sqrt(cfg.factor), abase = uni(0.05, 1);
+      const bool by_cpu = pick(0, 1);  // the slow node shows in its availability, not its share
       for (int node = 0; node < n; ++node)
         for (int r = 0; r < per; ++r) {
-          double share = base * uni(1, spread * 0.999);
-          if (!uniform && node == slow) share = std::min(1.0, base * cfg.factor * uni(1.01, 3));
-          w.ranks.push_back({node, share * 2, (1 - share) * 2});
+          double share = base * uni(1, spread * 0.999), avail = abase / uni(1, spread * 0.999);
+          if (!uniform && node == slow) {
+            if (by_cpu)
+              avail = abase / (cfg.factor * uni(1.01, 3));
+            else
+              share = std::min(1.0, base * cfg.factor * uni(1.01, 3));
+          }
+          const double runnable = 2 * uni(0.25, 1);
+          if (pick(0, 3))
+            w.ranks.push_back({node, share * 2, (1 - share) * 2, avail * runnable, (1 - avail) * runnable});
+          else
+            w.ranks.push_back({node, share * 2, (1 - share) * 2});  // a report without the CPU figures
         }
       jw.windows.insert(jw.windows.begin(), w);
     }

@@ -31,6 +31,10 @@ struct NodeReaction {
   /// remaining nodes and restores its last checkpoint there (a restart order
   /// begun on its behalf) [John24 §7.4.4].
   std::vector<Resize> restarts;
+  /// Per restart (same index): idle, up nodes that take the lost ones'
+  /// place once the restart committed (an expand onto them), so that the
+  /// job keeps its size; empty when none is idle.
+  std::vector<std::vector<int>> replacements;
   std::vector<NodeFailure> failures;
 };
 
@@ -44,7 +48,10 @@ struct NodeReaction {
 ///     conditions, whether or not an order is outstanding, is restarted on
 ///     the remaining nodes; a malleable job with an order outstanding (whether or not it
 ///     accepts orders meanwhile) that would qualify otherwise is left for a
-///     later pass (its order settles first, within the resize timeout); any other job
+///     later pass (its order settles first, within the resize timeout); a
+///     restarted job gets idle, up nodes (lowest first, each to one job) as
+///     replacements, at most one per node it gives back, up to the
+///     largest admissible size <= its size now and its max_nodes; any other job
 ///     (rigid, moldable, unregistered, first node lost, at its minimum) is a
 ///     failure.
 ///   drained nodes only: a malleable job under the same conditions is shrunk

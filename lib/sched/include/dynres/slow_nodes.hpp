@@ -5,13 +5,20 @@
 // Slowness is measured from what a job reports, not from CPU load (ranks
 // waiting in MPI spin at 100 %): libmjprof sends, per rank, the seconds spent
 // computing and in MPI since its previous report (mj_report_perf), with the
-// node the rank runs on. The caller adds them up per rank over windows of
-// equal length. In a bulk-synchronous job every rank completes the same
-// iterations in a window, paced by the slowest one, so a rank's compute
-// share (compute / (compute + MPI)) is its iteration time without waiting
-// over the common iteration period: comparing the shares of the ranks
-// compares their iteration times. A slow node's ranks compute all the time
-// while the others wait for them ([HoG14]'s "all waiting for one").
+// node the rank runs on and the thread's CPU seconds and run-queue wait. The
+// caller adds them up per rank over windows of equal length. In a
+// bulk-synchronous job every rank completes the same iterations in a window,
+// paced by the slowest one, so a rank's compute share (compute / (compute +
+// MPI)) is its iteration time without waiting over the common iteration
+// period: comparing the shares of the ranks compares their iteration times.
+// A slow node's ranks compute all the time while the others wait for them
+// ([HoG14]'s "all waiting for one"). A node that is slow because it gives
+// the rank less CPU (other work, a CPU quota) is seen by the compute share
+// only when the rank is held off while computing: held off inside an MPI
+// call (a spinning wait or a short message-bound iteration) it looks like a
+// rank waiting for the others. So the rank's CPU availability (cpu / (cpu +
+// run-queue wait)) is compared as well: its iteration time scales with the
+// inverse, whatever part of the iteration the rank was held off in.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -39,6 +46,10 @@ struct RankSample {
   int node = -1;         ///< index into Snapshot::nodes
   double compute_s = 0;  ///< seconds computing, >= 0
   double mpi_s = 0;      ///< seconds in MPI (waiting included), >= 0
+  /// Seconds the rank's thread ran on a CPU and waited runnable on a run
+  /// queue (held off by other work or a cgroup CPU quota) over the same
+  /// reports; < 0: unknown (a report without them).
+  double cpu_s = -1, delay_s = -1;
 };
 
 /// One window of one job: the ranks that reported in it.
@@ -95,6 +106,12 @@ struct SlowReaction {
 /// holds no time (never a value for the detector).
 double compute_share(const RankSample& r);
 
+/// The share of the CPU the rank got while it wanted one: cpu / (cpu +
+/// delay), in [0, 1]; -1 when unknown, or when the rank was runnable for
+/// less than a quarter of the sample's time (it mostly slept, e.g. blocked
+/// in MPI: no measure of its node's speed).
+double cpu_availability(const RankSample& r);
+
 /// Break-even remaining time [HoG14 §5.5]: moving off a node whose ranks
 /// are `ratio` times slower (the job runs at 1/ratio of its pace) costs
 /// `cost` seconds and leaves `after` x remaining / ratio seconds of work
@@ -104,12 +121,15 @@ double compute_share(const RankSample& r);
 double break_even(double ratio, double after, double cost);
 
 /// For every running job in `jobs` (others ignored):
-///  detection — in each window, a rank's value is its compute share; a
-///    node's value is the median of its ranks'; the job's median is over all
-///    its ranks (ranks reporting a node the job does not hold, or no time,
-///    are ignored). A job with fewer than 2 nodes with data in a window
-///    has no comparison in it. A node is slow in a window when its value >
-///    factor x the job's median; a window without data for the node neither
+///  detection — in each window, per measure (compute share; CPU
+///    availability), a node's value is the median of its ranks'; the job's
+///    median is over all its ranks (ranks reporting a node the job does not
+///    hold, or no value, are ignored); a measure with fewer than 2 nodes
+///    with values in a window has no comparison in it. A node's ratio in a
+///    window is the larger of its compute share over the job's median and
+///    the job's median availability over its own (the iteration time it
+///    implies over the job's). A node is slow in a window when its ratio >
+///    factor; a window without data for the node neither
 ///    counts nor breaks its streak; one in which it is not slow does. Slow
 ///    when the streak reaches `windows`.
 ///  reaction — for the slowest node of a job (highest ratio; the job's

@@ -27,6 +27,7 @@ class RateLimitedLog;
 class NodeWatch;
 class IcheckServer;
 class SlowWatch;
+class ExpandAfter;
 
 /// A connection's first frame, complete: the peer's kernel identity and the
 /// request. Whoever holds it owns fd.
@@ -98,6 +99,8 @@ struct Daemon {
   std::map<int64_t, std::string> shrink_why_;  ///< why a drain's shrink was not ordered (logged once)
   std::unique_ptr<SlowWatch> slow_;      ///< migration off slow nodes [HoG14 §5.5]
   SlowWatch& slow_watch();
+  std::unique_ptr<ExpandAfter> after_;   ///< swaps' second halves, lost nodes' replacements
+  ExpandAfter& expand_after();
   State& state();
   ResizeServer& resizer();
   /// The request dispatcher: the first frame m of a connection from peer
