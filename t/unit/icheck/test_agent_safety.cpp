@@ -466,3 +466,54 @@ TEST_CASE("agent: a part of a version agent 0 skipped is answered at once, not a
   CHECK(a0.alive());
   CHECK(a1.alive());
 }
+
+TEST_CASE("agent: a version the library superseded on the second level is not written; flush succeeds",
+          "[agent][safety]") {
+  // t4250-icsched-memory-grow: an agent took v, refused v+1 for the node's
+  // checkpoint memory ("nomem"), and the library wrote v+1 itself; its
+  // retention then removed the agent's unfinished directory of v (older
+  // than the newest valid version) under the agent's writer, and every
+  // later flush of that agent failed "create: No such file or directory".
+  // A version superseded on the second level is not written at all.
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  Dir d;
+  const fs::path pfs = d.p / "pfs";
+  Agent a0(d.p, "a0", pfs), a1(d.p, "a1", pfs);  // second level only on flush
+  const std::vector<std::string> peers{a0.addr, a1.addr};
+  Link l0 = hello(a0.addr, 0, 2, 2, peers, 2);
+  Link l1 = hello(a1.addr, 1, 2, 2, peers, 2);
+  commit_push(l0, 1, {0}, 2);
+  commit_push(l1, 1, {1}, 2);
+  // the library's direct fallback: v2 of both ranks, written and committed
+  dynres::ckstore::Store st(pfs, "safe", ::geteuid());
+  {
+    dynres::ckstore::Options o;
+    o.keep_last = 2;
+    auto w = st.begin_version(2, 2, o);
+    std::vector<char> x(4096, 7);
+    for (int r = 0; r < 2; ++r) {
+      dynres::ckstore::RegionInfo ri;
+      ri.label = "x";
+      ri.type = dynres::ckstore::ElemType::Binary;
+      ri.count = x.size();
+      ri.rank = r;
+      w.add_region(ri, x.data());
+    }
+    w.commit();
+  }
+  REQUIRE(st.newest_valid(dynres::ckstore::Check::shallow) == std::optional<std::uint64_t>(2));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto j0 = std::async(std::launch::async, [&] { return l0.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
+  auto j1 = std::async(std::launch::async, [&] { return l1.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
+  json r0 = j0.get(), r1 = j1.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("flushes: " << r0.dump() << " " << r1.dump() << "; " << took << " s");
+  CHECK(r0.value("ok", false));
+  CHECK(r1.value("ok", false));
+  CHECK(took < 6.0);
+  CHECK_FALSE(fs::exists(st.version_dir(1)));  // v1 was not written beside the newer v2
+  CHECK(st.newest_valid(dynres::ckstore::Check::deep) == std::optional<std::uint64_t>(2));
+  CHECK(a0.alive());
+  CHECK(a1.alive());
+}
