@@ -6,6 +6,10 @@
 #      started with ICHECK_NO_PREINIT=1 runs none of the constructors of
 #      libfabric's dependencies before main (libinfinipath's pins itself to
 #      CPU 0 and calibrates its clock with sleeps: sched_setaffinity);
+#      an agent starts libfabric when it starts, before any application's
+#      first "hello" (which the library waits for only 10 s: two iCheck
+#      applications starting at once timed out in it and fell back to
+#      direct writes);
 #   2. a rank that reaches a commit before a slower one (skewed by 1.5 s)
 #      waits by napping, not by spinning in an MPI collective: its main
 #      thread makes many voluntary context switches and uses little CPU;
@@ -36,6 +40,12 @@ if command -v strace >/dev/null && [[ -n $FAB ]] && ldd "$FAB" | grep -q infinip
 else
   t_log "libfabric.so.1 does not pull in libinfinipath here (or no strace): start-up check skipped"
 fi
+
+"$DYNRES_BIN/icagent" --listen "unix:$W/early.sock" --app early --pfs-dir "$W/pfs" >"$W/early.log" 2>&1 &
+EARLY=$!
+bg_register "$EARLY"
+wait_for 10 "an agent nobody talked to yet has loaded libfabric" eval 'grep -q "libfabric\.so" "/proc/$EARLY/maps"'
+kill "$EARLY" 2>/dev/null
 
 # ---- 2. a waiting rank naps ---------------------------------------------------
 printf 'direct: true\npfs_dir: %s/pfs\n' "$W" >"$W/direct.yaml"

@@ -103,6 +103,12 @@ class Agent {
 
   int run(std::atomic<bool>* ext_stop) {
     require_safe_tcp_auth(opt_.listen);
+    // libfabric's start-up (every provider loaded, /proc/kallsyms scanned
+    // twice: ~0.4 s of CPU alone, 8-25 s while two applications' ranks and
+    // agents start at once on 2 cores) begins now, in the background, not
+    // inside the first "hello", which the library waits for only
+    // connect_timeout_ms x 10 before it falls back to direct writes
+    prepare_fabric();
     Socket l = listen_on(opt_.listen);
     std::string addr = bound_address(l, opt_.listen);
     self_addr_ = addr;
