@@ -738,13 +738,25 @@ class Agent {
   /// Agent 0: wait until the manifest of v is committed (all agents' parts
   /// arrived) or timeout_ms passed; throws when it was not written.
   void wait_manifest(uint64_t v, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     std::unique_lock<std::mutex> g(mu_);
-    if (!pfs_done_cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
-                               [&] {
-                                 return manifests_.count(v) || stop_ ||
-                                        (!manifests_.empty() && manifests_.rbegin()->first > v) ||
-                                        !own_part_lost(v).empty();
-                               })) {
+    auto done = [&] {
+      return manifests_.count(v) || stop_ || (!manifests_.empty() && manifests_.rbegin()->first > v) ||
+             !own_part_lost(v).empty();
+    };
+    // a peer that found v superseded on the second level (the library wrote
+    // a newer version itself) sends no part of v: looked at every 250 ms
+    // rather than waiting out the timeout for it
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      pfs_done_cv_.wait_until(g, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250)),
+                              done);
+      if (done()) break;
+      g.unlock();
+      const bool newer = superseded(v);
+      g.lock();
+      if (newer) manifests_.emplace(v, "");
+    }
+    if (!done()) {
       int have = parts_.count(v) ? int(parts_[v].size()) : 0;
       throw std::runtime_error("timeout: manifest of v" + std::to_string(v) + " not written: " +
                                std::to_string(have) + " of " + std::to_string(nagents_) +
