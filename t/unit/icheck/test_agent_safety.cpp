@@ -485,6 +485,20 @@ void write_direct(dynres::ckstore::Store& st, uint64_t v, int nranks) {
   }
   w.commit();
 }
+
+/// Two agents of one set (slots 0 and 1, second level only on flush), each
+/// holding its rank's piece of v1.
+struct SetAtV1 {
+  Dir d;
+  fs::path pfs = d.p / "pfs";
+  Agent a0{d.p, "a0", pfs}, a1{d.p, "a1", pfs};
+  Link l0 = hello(a0.addr, 0, 2, 2, {a0.addr, a1.addr}, 2);
+  Link l1 = hello(a1.addr, 1, 2, 2, {a0.addr, a1.addr}, 2);
+  SetAtV1() {
+    commit_push(l0, 1, {0}, 2);
+    commit_push(l1, 1, {1}, 2);
+  }
+};
 }  // namespace
 
 TEST_CASE("agent: a version the library superseded on the second level is not written; flush succeeds",
@@ -497,14 +511,9 @@ TEST_CASE("agent: a version the library superseded on the second level is not wr
   // A version superseded on the second level is not written at all.
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
-  Dir d;
-  const fs::path pfs = d.p / "pfs";
-  Agent a0(d.p, "a0", pfs), a1(d.p, "a1", pfs);  // second level only on flush
-  const std::vector<std::string> peers{a0.addr, a1.addr};
-  Link l0 = hello(a0.addr, 0, 2, 2, peers, 2);
-  Link l1 = hello(a1.addr, 1, 2, 2, peers, 2);
-  commit_push(l0, 1, {0}, 2);
-  commit_push(l1, 1, {1}, 2);
+  SetAtV1 set;
+  auto &pfs = set.pfs;
+  auto &l0 = set.l0, &l1 = set.l1;
   // the library's direct fallback: v2 of both ranks, written and committed
   dynres::ckstore::Store st(pfs, "safe", ::geteuid());
   write_direct(st, 2, 2);
@@ -520,8 +529,8 @@ TEST_CASE("agent: a version the library superseded on the second level is not wr
   CHECK(took < 6.0);
   CHECK_FALSE(fs::exists(st.version_dir(1)));  // v1 was not written beside the newer v2
   CHECK(st.newest_valid(dynres::ckstore::Check::deep) == std::optional<std::uint64_t>(2));
-  CHECK(a0.alive());
-  CHECK(a1.alive());
+  CHECK(set.a0.alive());
+  CHECK(set.a1.alive());
 }
 
 TEST_CASE("agent: agent 0 waiting for a part its peer skipped as superseded is answered, not timed out",
@@ -532,14 +541,9 @@ TEST_CASE("agent: agent 0 waiting for a part its peer skipped as superseded is a
   // agent 0, which looked before, waits for that part of v1.
   auto provs = available_rma_providers();
   if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
-  Dir d;
-  const fs::path pfs = d.p / "pfs";
-  Agent a0(d.p, "a0", pfs), a1(d.p, "a1", pfs);
-  const std::vector<std::string> peers{a0.addr, a1.addr};
-  Link l0 = hello(a0.addr, 0, 2, 2, peers, 2);
-  Link l1 = hello(a1.addr, 1, 2, 2, peers, 2);
-  commit_push(l0, 1, {0}, 2);
-  commit_push(l1, 1, {1}, 2);
+  SetAtV1 set;
+  auto &pfs = set.pfs;
+  auto &l0 = set.l0, &l1 = set.l1;
   const auto t0 = std::chrono::steady_clock::now();
   auto j0 = std::async(std::launch::async, [&] { return l0.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // agent 0's part of v1 written, it waits for agent 1's
