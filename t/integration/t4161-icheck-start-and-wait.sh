@@ -6,6 +6,12 @@
 #      started with ICHECK_NO_PREINIT=1 runs none of the constructors of
 #      libfabric's dependencies before main (libinfinipath's pins itself to
 #      CPU 0 and calibrates its clock with sleeps: sched_setaffinity);
+#      an agent starts libfabric when it starts, before any application's
+#      first "hello" (which the library waits for only 10 s: two iCheck
+#      applications starting at once timed out in it and fell back to
+#      direct writes); an agent whose pid a dead iCheck process had (its
+#      libfabric shm region file left in /dev/shm) still serves (it refused
+#      every hello: "fi_enable(ep_): Device or resource busy");
 #   2. a rank that reaches a commit before a slower one (skewed by 1.5 s)
 #      waits by napping, not by spinning in an MPI collective: its main
 #      thread makes many voluntary context switches and uses little CPU;
@@ -35,6 +41,41 @@ if command -v strace >/dev/null && [[ -n $FAB ]] && ldd "$FAB" | grep -q infinip
   assert_match 'libfabric\.so\.1' "$(grep -o 'libfabric[^"]*' "$W/use.strace" | head -1)" "libfabric is loaded when iCheck needs its transport"
 else
   t_log "libfabric.so.1 does not pull in libinfinipath here (or no strace): start-up check skipped"
+fi
+
+"$DYNRES_BIN/icagent" --listen "unix:$W/early.sock" --app early --pfs-dir "$W/pfs" >"$W/early.log" 2>&1 &
+EARLY=$!
+bg_register "$EARLY"
+wait_for 10 "an agent nobody talked to yet has loaded libfabric" eval 'grep -q "libfabric\.so" "/proc/$EARLY/maps"'
+kill "$EARLY" 2>/dev/null
+# A process keeps its pid across exec() and leaves its libfabric shm region
+# file (/dev/shm/PID:UID:0) behind with itself as the live owner: what an
+# agent meets when it gets the pid of a SIGKILLed iCheck process. python3
+# connects to agent r1 through libicheck, then execs agent r2; ictest must
+# commit through r2.
+if command -v python3 >/dev/null; then
+  "$DYNRES_BIN/icagent" --listen "unix:$W/r1.sock" --app reuse --pfs-dir "$W/pfs" >"$W/r1.log" 2>&1 &
+  bg_register $!
+  R1=$!
+  wait_for 10 "agent r1 listening" test -S "$W/r1.sock"
+  for a in r1 r2; do printf 'agents: [ "unix:%s/%s.sock" ]\npfs_dir: %s/pfs\n' "$W" "$a" "$W" >"$W/$a.yaml"; done
+  python3 - "$LIB" "$W/r1.yaml" "$DYNRES_BIN/icagent" "unix:$W/r2.sock" "$W/pfs" >"$W/r2.log" 2>&1 <<'EOF_PY' &
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.icheck_mode.restype = ctypes.c_char_p
+st = ctypes.c_int(-1)
+rc = lib.icheck_init(sys.argv[2].encode(), b"reuse", None, ctypes.byref(st))
+left = [n for n in os.listdir("/dev/shm") if n.startswith("%d:" % os.getpid())]
+print("FIRST rc=%d mode=%s regions=%d" % (rc, lib.icheck_mode().decode(), len(left)), flush=True)
+os.execv(sys.argv[3], [sys.argv[3], "--listen", sys.argv[4], "--app", "reuse2", "--pfs-dir", sys.argv[5]])
+EOF_PY
+  R2=$!
+  bg_register "$R2"
+  wait_for 10 "agent r2 (the exec'd process) listening" test -S "$W/r2.sock"
+  assert_match '^FIRST rc=0 mode=rdma regions=[1-9]' "$(grep '^FIRST' "$W/r2.log")" "the first image used agent r1 through shm"
+  t_run timeout 30 "$DYNRES_BIN/ictest" reuse2 1000 10 5 --config "$W/r2.yaml"
+  assert_contains "$T_OUT" "FINAL 2 rdma" "the agent with a dead process's pid serves ($(grep -m1 'refused hello' "$W/r2.log"))"
+  kill "$R1" "$R2" 2>/dev/null
 fi
 
 # ---- 2. a waiting rank naps ---------------------------------------------------

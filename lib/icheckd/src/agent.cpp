@@ -103,6 +103,12 @@ class Agent {
 
   int run(std::atomic<bool>* ext_stop) {
     require_safe_tcp_auth(opt_.listen);
+    // libfabric's start-up (every provider loaded, /proc/kallsyms scanned
+    // twice: ~0.4 s of CPU alone, 8-25 s while two applications' ranks and
+    // agents start at once on 2 cores) begins now, in the background, not
+    // inside the first "hello", which the library waits for only
+    // connect_timeout_ms x 10 before it falls back to direct writes
+    prepare_fabric();
     Socket l = listen_on(opt_.listen);
     std::string addr = bound_address(l, opt_.listen);
     self_addr_ = addr;
@@ -732,13 +738,25 @@ class Agent {
   /// Agent 0: wait until the manifest of v is committed (all agents' parts
   /// arrived) or timeout_ms passed; throws when it was not written.
   void wait_manifest(uint64_t v, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     std::unique_lock<std::mutex> g(mu_);
-    if (!pfs_done_cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
-                               [&] {
-                                 return manifests_.count(v) || stop_ ||
-                                        (!manifests_.empty() && manifests_.rbegin()->first > v) ||
-                                        !own_part_lost(v).empty();
-                               })) {
+    auto done = [&] {
+      return manifests_.count(v) || stop_ || (!manifests_.empty() && manifests_.rbegin()->first > v) ||
+             !own_part_lost(v).empty();
+    };
+    // a peer that found v superseded on the second level (the library wrote
+    // a newer version itself) sends no part of v: looked at every 250 ms
+    // rather than waiting out the timeout for it
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      pfs_done_cv_.wait_until(g, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250)),
+                              done);
+      if (done()) break;
+      g.unlock();
+      const bool newer = superseded(v);
+      g.lock();
+      if (newer) manifests_.emplace(v, "");
+    }
+    if (!done()) {
       int have = parts_.count(v) ? int(parts_[v].size()) : 0;
       throw std::runtime_error("timeout: manifest of v" + std::to_string(v) + " not written: " +
                                std::to_string(have) + " of " + std::to_string(nagents_) +
@@ -770,8 +788,16 @@ class Agent {
       try {
         write_part(job.v, job.pieces);
       } catch (const std::exception& e) {
-        err = e.what();
-        std::fprintf(stderr, "icagent %s: second level v%llu: %s\n", opt_.id.c_str(), (unsigned long long)job.v, e.what());
+        if (superseded(job.v)) {
+          // the library's retention removed this unfinished older version
+          // directory under the writer: nothing the set needs is lost
+          std::fprintf(stderr, "icagent %s: second level v%llu: superseded by a newer valid version (%s)\n",
+                       opt_.id.c_str(), (unsigned long long)job.v, e.what());
+          mark_manifest_done(job.v);
+        } else {
+          err = e.what();
+          std::fprintf(stderr, "icagent %s: second level v%llu: %s\n", opt_.id.c_str(), (unsigned long long)job.v, e.what());
+        }
       }
       job.pieces.clear();  // release the buffers (a superseded one may become a spare)
       std::lock_guard<std::mutex> g(mu_);
@@ -804,14 +830,11 @@ class Agent {
     o.keep_last = size_t(std::max(1, opt_.keep_versions));
     o.chunk_size = 16ull << 20;
     ckstore::Store store(opt_.pfs_dir, opt_.app, opt_.uid);
-    if (store.has_manifest(v)) {
-      // already durable (e.g. the library's direct fallback wrote it): a
-      // peer's part of v waiting on agent 0 is answered now, not at its timeout
-      if (index == 0) {
-        std::lock_guard<std::mutex> g(mu_);
-        manifests_.emplace(v, "");
-        pfs_done_cv_.notify_all();
-      }
+    if (store.has_manifest(v) || superseded(v)) {
+      // already durable, or a newer version is (the library's direct
+      // fallback wrote it): a peer's part of v waiting on agent 0 is
+      // answered now, not at its timeout
+      mark_manifest_done(v);
       return;
     }
     auto w = store.begin_version(v, nranks, o);
@@ -838,6 +861,31 @@ class Agent {
       Socket s = connect_to(peers[0], 5000);
       request(s, {{"op", "part"}, {"v", v}, {"index", index}, {"part", part}, {"timeout_ms", 60000}}, 65000);
     }
+  }
+
+  /// True when the second level holds a valid version newer than v: the
+  /// library wrote it itself (mode=direct), e.g. after this agent refused
+  /// a piece for memory ("nomem") while its writer still had v to write.
+  /// v is then superseded: writing it is wasted, and the library's
+  /// retention removes its unfinished directory (older than the newest
+  /// valid version) under the writer, which must not fail every later
+  /// "flush" of this agent with "create: No such file or directory".
+  bool superseded(uint64_t v) const {
+    try {
+      auto nv = ckstore::Store(opt_.pfs_dir, opt_.app, opt_.uid).newest_valid(ckstore::Check::shallow);
+      return nv && *nv > v;
+    } catch (const std::exception&) {
+      return false;  // unreadable: the write (or its error) decides
+    }
+  }
+
+  /// Agent 0: v needs no manifest of ours (durable already or superseded);
+  /// a peer's part of v waiting in wait_manifest is answered now.
+  void mark_manifest_done(uint64_t v) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (index_ != 0) return;
+    manifests_.emplace(v, "");
+    pfs_done_cv_.notify_all();
   }
 
   void add_part(uint64_t v, int index, const std::string& part) {

@@ -363,8 +363,6 @@ class Manager {
     // state below (last_t_, ncops_, used_bytes_, ...) is shared
     std::lock_guard<std::mutex> mg(metrics_mu_);
     double now = wall();
-    double avail = mem_available();
-    if (opt_.mem_limit_gb > 0) avail = std::min(avail, opt_.mem_limit_gb * 1e9 - used_bytes_);
     std::vector<double> sizes, times;
     std::vector<long long> new_ops;
     double last_op = 0;
@@ -389,6 +387,11 @@ class Manager {
         }
       }
     }
+    // the agents' pieces just counted, not those of the previous heartbeat
+    // (the controller placed agents and the scaler judged memory by a figure
+    // one heartbeat older than the budget file the agents obey)
+    double avail = mem_available();
+    if (opt_.mem_limit_gb > 0) avail = std::min(avail, opt_.mem_limit_gb * 1e9 - used_bytes_);
     long long ncops = ncops_update(ncops_, new_ops);  // Eq. 6.6
     double dt = last_t_ > 0 ? now - last_t_ : 0;
     json m = {{"avail_mem", avail},

@@ -1,7 +1,10 @@
 #include "dynres/icheck/fabric.hpp"
 
 #include <dlfcn.h>
+#include <dirent.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -178,7 +181,47 @@ struct WarmUp {
 };
 }  // namespace
 
+namespace {
+/// libfabric's shm provider names a process's regions /dev/shm/PID:UID:N
+/// and refuses to create one whose file exists with a live owner recorded
+/// in it ("shm file in use", then fi_enable: EBUSY). A SIGKILLed process
+/// (an agent in a kill campaign, a rank of a killed job) leaves its files;
+/// once the kernel gives its pid to a new process (pid_max is 32768 by
+/// default), the recorded owner is that new process itself, alive: an agent
+/// refused every hello ("fi_enable(ep_): Device or resource busy") and its
+/// applications wrote directly. Before this process's first endpoint, a
+/// file named with its own pid and uid that it has not mapped is such a
+/// leftover and is removed (once per process).
+void remove_stale_shm_regions() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string prefix = std::to_string(::getpid()) + ":" + std::to_string(::getuid()) + ":";
+    std::vector<std::string> found;
+    if (DIR* d = ::opendir("/dev/shm")) {
+      while (dirent* e = ::readdir(d)) {
+        const std::string n = e->d_name;
+        if (n.size() > prefix.size() && n.compare(0, prefix.size(), prefix) == 0 &&
+            n.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+          found.push_back(n);
+      }
+      ::closedir(d);
+    }
+    if (found.empty()) return;
+    std::ifstream mf("/proc/self/maps");
+    const std::string maps((std::istreambuf_iterator<char>(mf)), std::istreambuf_iterator<char>());
+    for (const auto& n : found) {
+      const std::string path = "/dev/shm/" + n;
+      if (maps.find(path + "\n") != std::string::npos) continue;  // mapped here: this process's own region
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+      ::unlink(path.c_str());
+    }
+  });
+}
+}  // namespace
+
 void prepare_fabric() {
+  remove_stale_shm_regions();
   static WarmUp w;
   static std::once_flag once;
   std::call_once(once, [] {
@@ -215,6 +258,7 @@ std::vector<std::string> available_rma_providers() {
 }
 
 Fabric::Fabric(const FabricOptions& opt) : opt_(opt) {
+  remove_stale_shm_regions();
   // Tuning knobs for experiments (bytes / operations); see fabric.hpp.
   if (const char* e = std::getenv("ICHECK_RMA_CHUNK_KB"); e && std::atol(e) > 0) opt_.max_chunk = size_t(std::atol(e)) << 10;
   if (const char* e = std::getenv("ICHECK_RMA_DEPTH"); e && std::atoi(e) > 0) opt_.depth = std::atoi(e);

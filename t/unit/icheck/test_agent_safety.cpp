@@ -466,3 +466,96 @@ TEST_CASE("agent: a part of a version agent 0 skipped is answered at once, not a
   CHECK(a0.alive());
   CHECK(a1.alive());
 }
+
+namespace {
+/// The library's direct fallback: version v of ranks 0..nranks-1 (4096
+/// bytes each), written and committed to the second level.
+void write_direct(dynres::ckstore::Store& st, uint64_t v, int nranks) {
+  dynres::ckstore::Options o;
+  o.keep_last = 2;
+  auto w = st.begin_version(v, nranks, o);
+  std::vector<char> x(4096, 7);
+  for (int r = 0; r < nranks; ++r) {
+    dynres::ckstore::RegionInfo ri;
+    ri.label = "x";
+    ri.type = dynres::ckstore::ElemType::Binary;
+    ri.count = x.size();
+    ri.rank = r;
+    w.add_region(ri, x.data());
+  }
+  w.commit();
+}
+
+/// Two agents of one set (slots 0 and 1, second level only on flush), each
+/// holding its rank's piece of v1.
+struct SetAtV1 {
+  Dir d;
+  fs::path pfs = d.p / "pfs";
+  Agent a0{d.p, "a0", pfs}, a1{d.p, "a1", pfs};
+  Link l0 = hello(a0.addr, 0, 2, 2, {a0.addr, a1.addr}, 2);
+  Link l1 = hello(a1.addr, 1, 2, 2, {a0.addr, a1.addr}, 2);
+  SetAtV1() {
+    commit_push(l0, 1, {0}, 2);
+    commit_push(l1, 1, {1}, 2);
+  }
+};
+}  // namespace
+
+TEST_CASE("agent: a version the library superseded on the second level is not written; flush succeeds",
+          "[agent][safety]") {
+  // t4250-icsched-memory-grow: an agent took v, refused v+1 for the node's
+  // checkpoint memory ("nomem"), and the library wrote v+1 itself; its
+  // retention then removed the agent's unfinished directory of v (older
+  // than the newest valid version) under the agent's writer, and every
+  // later flush of that agent failed "create: No such file or directory".
+  // A version superseded on the second level is not written at all.
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  SetAtV1 set;
+  auto &pfs = set.pfs;
+  auto &l0 = set.l0, &l1 = set.l1;
+  // the library's direct fallback: v2 of both ranks, written and committed
+  dynres::ckstore::Store st(pfs, "safe", ::geteuid());
+  write_direct(st, 2, 2);
+  REQUIRE(st.newest_valid(dynres::ckstore::Check::shallow) == std::optional<std::uint64_t>(2));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto j0 = std::async(std::launch::async, [&] { return l0.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
+  auto j1 = std::async(std::launch::async, [&] { return l1.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
+  json r0 = j0.get(), r1 = j1.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("flushes: " << r0.dump() << " " << r1.dump() << "; " << took << " s");
+  CHECK(r0.value("ok", false));
+  CHECK(r1.value("ok", false));
+  CHECK(took < 6.0);
+  CHECK_FALSE(fs::exists(st.version_dir(1)));  // v1 was not written beside the newer v2
+  CHECK(st.newest_valid(dynres::ckstore::Check::deep) == std::optional<std::uint64_t>(2));
+  CHECK(set.a0.alive());
+  CHECK(set.a1.alive());
+}
+
+TEST_CASE("agent: agent 0 waiting for a part its peer skipped as superseded is answered, not timed out",
+          "[agent][safety]") {
+  // REMOVE_NODES fences the agents on the node (Alg. 9): the application's
+  // next version goes to the second level directly, and the flush that
+  // follows finds it there on one agent (which skips its part of v1) while
+  // agent 0, which looked before, waits for that part of v1.
+  auto provs = available_rma_providers();
+  if (std::find(provs.begin(), provs.end(), "shm") == provs.end()) return;
+  SetAtV1 set;
+  auto &pfs = set.pfs;
+  auto &l0 = set.l0, &l1 = set.l1;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto j0 = std::async(std::launch::async, [&] { return l0.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // agent 0's part of v1 written, it waits for agent 1's
+  dynres::ckstore::Store st(pfs, "safe", ::geteuid());
+  write_direct(st, 2, 2);
+  json r1 = l1.call({{"op", "flush"}, {"timeout_ms", 8000}}, 15000);
+  json r0 = j0.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO("flushes: " << r0.dump() << " " << r1.dump() << "; " << took << " s");
+  CHECK(r1.value("ok", false));
+  CHECK(r0.value("ok", false));
+  CHECK(took < 4.0);  // not agent 0's 8 s timeout
+  CHECK_FALSE(st.has_manifest(1));
+  CHECK(st.newest_valid(dynres::ckstore::Check::deep) == std::optional<std::uint64_t>(2));
+}
