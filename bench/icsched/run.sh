@@ -21,7 +21,8 @@
 # (slowest rank, seconds), commits that fell back to the second level,
 # the most iCheck nodes at once, node-seconds iCheck borrowed, the nodes it
 # gave back on its own (idle, icheck_node_released) and those mjsched took
-# back for a waiting job (REMOVE_NODES, icheck_node_returned), and the ratio
+# back for a waiting job (REMOVE_NODES, icheck_node_returned), the ranks
+# whose agents had been moved when they finalized, and the ratio
 # of makespan and median commit time to the same run's static-1 and static-3.
 # The table is the median over --runs. For every dynamic run it writes
 # OUT/CONFIG-rRUN.png: (a) active iCheck nodes over time, (b) agents per
@@ -52,7 +53,7 @@ while (($#)); do
     --jobs) JOBS=${2:?}; shift 2 ;;
     --mem-gb) MEMGB=${2:?}; shift 2 ;;
     --configs) CONFIGS=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -155,7 +156,10 @@ EOF
   wait "$sp" 2>/dev/null || true
   unset DYNRES_HOME
   rm -rf "$d"
-  echo "$cfg $r ${mk:-0} $stats ${maxn:-0} $lent $failed ${rel:-0} ${ret:-0}"
+  # ranks whose agents were moved before their finalize (icheck_finalize found the version durable)
+  local fin
+  fin=$(cat "$w"/job*.out 2>/dev/null | grep -c 'finalize goes on' || true)
+  echo "$cfg $r ${mk:-0} $stats ${maxn:-0} $lent $failed ${rel:-0} ${ret:-0} ${fin:-0}"
 }
 
 # plot SAMPLES PNG TITLE — Fig. 9.8 (a) nodes over time, (b) agents per node
@@ -197,7 +201,7 @@ EOF
 
 echo "# bench/icsched: $JOBS synth jobs of 2 nodes, checkpoints $((SIZE_BASE + SIZE_STEP))..$((SIZE_BASE + JOBS * SIZE_STEP)) MiB,"
 echo "# ${MEMGB} GB checkpoint memory per iCheck node, $RUNS run(s); results in $OUT"
-echo "# config run makespan_s commits median_commit_s p90_commit_s mean_commit_s fallbacks max_ic_nodes lent_node_s failed_jobs released returned"
+echo "# config run makespan_s commits median_commit_s p90_commit_s mean_commit_s fallbacks max_ic_nodes lent_node_s failed_jobs released returned finalize_after_move"
 : >"$OUT/results.txt"
 for ((r = 1; r <= RUNS; r++)); do
   for cfg in $CONFIGS; do
