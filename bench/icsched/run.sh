@@ -31,7 +31,8 @@
 #
 # Environment: DYNRES_BUILD (default build/), SIZE_BASE (MiB, 48),
 # SIZE_STEP (MiB, 16), STAGGER (s, 3), COUNT (iterations per job, 30),
-# THRESHOLDS (the scaler's lower,upper used fractions, 0.5,0.6).
+# THRESHOLDS (the scaler's lower,upper used fractions, 0.5,0.6), RELEASE_AFTER
+# (s a borrowed node stays idle before iCheck gives it back on its own, 15).
 # Needs mpiexec (mpich), gnuplot (gnuplot-nox), sqlite3. A run takes ~1-2 min
 # per configuration.
 set -euo pipefail
@@ -44,7 +45,7 @@ SIZE_BASE=${SIZE_BASE:-48} SIZE_STEP=${SIZE_STEP:-16} STAGGER=${STAGGER:-3} COUN
 # the scaler every second; a node counts as full at 60 % (flagged at 50 %): an
 # agent refuses the piece that would overflow the node's budget, so the node's
 # use stays below the limit by up to one piece and may never pass 90 %
-SCALER="--icheck-scaler-interval 1 --icheck-scaler-thresholds ${THRESHOLDS:-0.5,0.6}"
+SCALER="--icheck-scaler-interval 1 --icheck-scaler-thresholds ${THRESHOLDS:-0.5,0.6} --icheck-release-after ${RELEASE_AFTER:-15}"
 die() { echo "bench/icsched: error: $*" >&2; exit 1; }
 while (($#)); do
   case $1 in
@@ -53,7 +54,7 @@ while (($#)); do
     --jobs) JOBS=${2:?}; shift 2 ;;
     --mem-gb) MEMGB=${2:?}; shift 2 ;;
     --configs) CONFIGS=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done

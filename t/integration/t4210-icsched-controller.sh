@@ -47,7 +47,7 @@ OLD=$(awk '$1 == "controller" || $1 == "standby" {print $2}' "$C/icheck/pids")
 kill $OLD 2>/dev/null
 # shellcheck disable=SC2086
 wait_for 10 "icheck-boot's controllers stopped" pids_gone $OLD
-printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
+printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n  release_after: 0\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
 start_controller
 wait_for 15 "the controller's Status reaches mjsched" eval \
   '[[ $(sq "$C" "SELECT status LIKE \"%\"\"name\"\":\"\"n4\"\"%\" FROM icheck_link") == 1 ]]'

@@ -42,7 +42,7 @@ OLD=$(awk '$1 == "controller" || $1 == "standby" {print $2}' "$C/icheck/pids")
 kill $OLD 2>/dev/null
 # shellcheck disable=SC2086
 wait_for 10 "icheck-boot's controllers stopped" pids_gone $OLD
-printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
+printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n  release_after: 0\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
 sed -i 's/^init_agent_count:.*/init_agent_count: 2/; s/^is_dynamic_as:.*/is_dynamic_as: false/;
         s/^keep_versions:.*/keep_versions: 20/' "$C/icheck-dynamic.yaml"
 "$DYNRES_BIN/icheckd" --role controller --config "$C/icheck.yaml" >>"$C/icheck/controller-sched.log" 2>&1 &

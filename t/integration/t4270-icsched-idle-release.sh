@@ -2,11 +2,11 @@
 # iCheck gives a borrowed node back on its own once its work ends [John24
 # §7.3.1.2, Alg. 8's scale-down side]: no waiting job asks for it.
 #   4 nodes, n4 iCheck's boot node (60 MB of checkpoint memory), max_nodes 2,
-#   scaler every second, release_after 6 s (vcluster-boot
+#   scaler every second, release_after 10 s (vcluster-boot
 #   --icheck-release-after); favour icheck, so mjsched reclaims nothing.
-#  1. A HIGH request lends n1; synth (2 processes, 2 agents: one on n1, one on
-#     on n4) commits there; while its agent holds checkpoint memory on n1,
-#     n1 stays iCheck's, also past release_after.
+#  1. A HIGH request lends n1; synth (2 processes, 2 agents, placed by free
+#     memory: n1 gets at least one) commits there; while its agents hold
+#     checkpoint memory on n1, n1 stays iCheck's, also past release_after.
 #  2. synth ends (icheck_finalize(0) stops its agents): within release_after +
 #     a few scaler passes the controller gives n1 back (ic_release): mjstat -N
 #     shows n1 idle, mjstat --history the release, n1's manager stops, and
@@ -23,7 +23,7 @@ W=$T_TMP/work
 mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
 boot_cluster "$C" 4 --tick 0.2 --kill-wait 1 --icheck-nodes 1 --icheck-max-nodes 2 --icheck-mem-gb 0.06 \
-  --icheck-scaler-interval 1 --icheck-release-after 6
+  --icheck-scaler-interval 1 --icheck-release-after 10
 show_logs() {
   echo "--- mjsched.log (tail)" >&2; tail -n 15 "$C/mjsched.log" >&2
   echo "--- controller (tail)" >&2; tail -n 25 "$C/icheck/controller.log" >&2
@@ -37,6 +37,9 @@ sed -i 's/^init_agent_count:.*/init_agent_count: 2/; s/^is_dynamic_as:.*/is_dyna
 wait_for 15 "the controller's Status reaches mjsched" eval '[[ $(sq "$C" "SELECT status_time IS NOT NULL FROM icheck_link") == 1 ]]'
 assert_eq '{"ok":true}' "$(ic '{"op":"ic_request","urgency":"HIGH","nodes":1}')" "HIGH request for 1 node"
 wait_for 20 "n1 lent to iCheck, its manager up" eval '[[ $(lent) == "n1:held" && $(icnode n1) == up ]]'
+# agents are placed by free memory: wait for n1's first metrics
+wait_for 10 "n1's checkpoint memory reported" eval \
+  '[[ $(sq "$C" "SELECT json_extract(metrics, '"'"'\$.avail_mem'"'"') > 0 FROM icheck_nodes WHERE node = '"'"'n1'"'"'") == 1 ]]'
 MPID=$(sq "$C" "SELECT pid FROM icheck_nodes WHERE node = 'n1'")
 
 # ---- an application's agent on n1 keeps it -------------------------------------
@@ -45,9 +48,9 @@ mpiexec -n 2 synth -s cp_global=3000000 -s cp_interval=2it -s iter_passes=20 -s 
   -s app_name=idle4270 -s persist=false >"$W/synth.out" 2>&1 &
 SYN=$!
 bg_register "$SYN"
-wait_for 20 "synth's agents on n1 and n4" eval '[[ $(app_agents_on n1) == 1 && $(app_agents_on n4) == 1 ]]'
+wait_for 20 "synth has an agent on n1" eval '(( $(app_agents_on n1) >= 1 ))'
 wait_for 20 "synth commits through its agents" eval 'grep -q "^synth: commit .*mode=rdma" "$W/synth.out"'
-sleep 7  # past release_after, its agent still there
+sleep 11  # past release_after, its agent still there
 if pid_alive "$SYN"; then
   assert_eq "n1:held" "$(lent)" "n1 stays iCheck's while an agent holds checkpoint memory there"
 else
@@ -58,9 +61,9 @@ fi
 wait "$SYN"
 assert_eq 0 "$?" "synth ended normally ($(tail -1 "$W/synth.out"))"
 T0=$(date +%s.%N)
-wait_for 25 "n1 back in the batch pool" eval '[[ -z $(lent) ]]'
+wait_for 30 "n1 back in the batch pool" eval '[[ -z $(lent) ]]'
 T1=$(date +%s.%N)
-t_log "n1 given back $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b-a}') s after synth ended (release_after 6 s)"
+t_log "n1 given back $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b-a}') s after synth ended (release_after 10 s)"
 assert_eq 0 "$(count_jobs "$C")" "no job asked for it"
 t_run mjstat -N
 assert_match 'n1 +idle ' "$T_OUT" "mjstat -N: n1 is idle"

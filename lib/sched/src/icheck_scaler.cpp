@@ -102,8 +102,11 @@ ReleaseResult idle_release(const std::vector<ScalerNode>& nodes, const std::vect
     if (!borrowed.count(n.name)) continue;
     if (n.agents > 0 && !(used_fraction(n) < cfg.below)) continue;  // busy: starts over
     auto it = state.idle_since.find(n.name);
-    const double since = it == state.idle_since.end() ? now : std::min(it->second, now);
+    auto ag = state.agents.find(n.name);
+    const bool same = it != state.idle_since.end() && ag != state.agents.end() && ag->second == n.agents;
+    const double since = same ? std::min(it->second, now) : now;
     res.state.idle_since[n.name] = since;
+    res.state.agents[n.name] = n.agents;
     if (cfg.after > 0 && now - since >= cfg.after) due.push_back(&n);
   }
   if (due.empty() || up <= std::max(1, cfg.min_nodes)) return res;
@@ -117,6 +120,7 @@ ReleaseResult idle_release(const std::vector<ScalerNode>& nodes, const std::vect
     if (used > cfg.lower * stays) continue;  // the others could not hold what it holds
     res.node = n->name;
     res.state.idle_since.erase(n->name);
+    res.state.agents.erase(n->name);
     break;
   }
   return res;

@@ -398,11 +398,11 @@ TEST_CASE("Alg. 8 scale-down: a borrowed node without agents goes back after rel
   CHECK(r.node == "b");
   CHECK(r.state.idle_since.count("b") == 0);
   c.after = 0;  // disabled
-  CHECK(idle_release(v, lent, c, 1000, {{{"b", 0}}}).node.empty());
+  CHECK(idle_release(v, lent, c, 1000, {{{"b", 0}}, {{"b", 0}}}).node.empty());
   // boot nodes never go back, however idle
   c.after = 10;
   std::vector<ScalerNode> boot{sn("a", 0, 0, 0), sn("x", 0, 0, 0)};
-  CHECK(idle_release(boot, {}, c, 1000, {{{"a", 0}, {"x", 0}}}).node.empty());
+  CHECK(idle_release(boot, {}, c, 1000, {{{"a", 0}, {"x", 0}}, {{"a", 0}, {"x", 0}}}).node.empty());
 }
 
 TEST_CASE("Alg. 8 scale-down: busy nodes start over; low memory use counts as idle") {
@@ -410,20 +410,30 @@ TEST_CASE("Alg. 8 scale-down: busy nodes start over; low memory use counts as id
   const std::vector<std::string> lent{"b"};
   ReleaseConfig c;
   c.after = 10;
-  ReleaseResult r = idle_release(v, lent, c, 100, {{{"b", 50}}});
+  ReleaseResult r = idle_release(v, lent, c, 100, {{{"b", 50}}, {{"b", 1}}});
   CHECK(r.node.empty());  // 50 % used, an agent: not idle, forgotten
   CHECK(r.state.idle_since.count("b") == 0);
   v[1] = sn("b", 0.5, 0, 1);  // 5 % used, below 10 %: idle though it holds an agent
-  r = idle_release(v, lent, c, 100, {{{"b", 80}}});
+  r = idle_release(v, lent, c, 100, {{{"b", 80}}, {{"b", 1}}});
   CHECK(r.node == "b");
   v[1] = sn("b", 1.5, 0, 1);  // 15 %: not below
-  CHECK(idle_release(v, lent, c, 100, {{{"b", 80}}}).node.empty());
+  CHECK(idle_release(v, lent, c, 100, {{{"b", 80}}, {{"b", 1}}}).node.empty());
+  // idle without agents, then an application places one (nothing committed
+  // yet, 0 % used): the wait starts over
+  v[1] = sn("b", 0, 0, 0);
+  r = idle_release(v, lent, c, 100, {});
+  v[1] = sn("b", 0, 0, 1);
+  r = idle_release(v, lent, c, 109, r.state);
+  CHECK(r.node.empty());
+  CHECK(r.state.idle_since.at("b") == 109);
+  CHECK(idle_release(v, lent, c, 118, r.state).node.empty());
+  CHECK(idle_release(v, lent, c, 119, r.state).node == "b");
 }
 
 TEST_CASE("Alg. 8 scale-down: keeps min_nodes, never makes the scaler ask again, one per pass") {
   ReleaseConfig c;
   c.after = 1;
-  const ReleaseState old{{{"b", 0}, {"c", 0}}};
+  const ReleaseState old{{{"b", 0}, {"c", 0}}, {{"b", 0}, {"c", 0}}};
   // boot node a holds 7.5 GiB of 10: without b, 7.5 of 10 stays under 80 %
   std::vector<ScalerNode> v{sn("a", 7.5, 0, 4), sn("b", 0, 0, 0)};
   CHECK(idle_release(v, {"b"}, c, 5, old).node == "b");
@@ -437,7 +447,7 @@ TEST_CASE("Alg. 8 scale-down: keeps min_nodes, never makes the scaler ask again,
   CHECK(idle_release(v, {"b"}, c, 5, old).node.empty());
   // two due: the one with most free memory first, then fewest agents, one per pass
   std::vector<ScalerNode> w{sn("a", 1, 0, 1), sn("b", 0.5, 0, 2), sn("c", 0.5, 0, 1)};
-  ReleaseResult r = idle_release(w, {"b", "c"}, c, 5, old);
+  ReleaseResult r = idle_release(w, {"b", "c"}, c, 5, {{{"b", 0}, {"c", 0}}, {{"b", 2}, {"c", 1}}});
   CHECK(r.node == "c");
   CHECK(r.state.idle_since.count("b") == 1);
 }

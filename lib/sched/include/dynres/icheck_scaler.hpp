@@ -74,14 +74,16 @@ std::vector<std::string> removal_candidates(const std::vector<ScalerNode>& nodes
 /// (icheck.yaml scheduler.release_below, release_after).
 struct ReleaseConfig {
   double below = 0.10;  ///< used fraction under which a node counts as idle
-  double after = 30;    ///< s a node must stay idle before it goes back; <= 0: never
+  double after = 60;    ///< s a node must stay idle before it goes back; <= 0: never
   double lower = 0.80;  ///< the scaler's lower threshold: what stays must stay under it
   int min_nodes = 1;    ///< up nodes iCheck keeps (boot nodes included)
 };
 
-/// When each borrowed node was first seen idle (seconds, the caller's clock).
+/// When each borrowed node was first seen idle (seconds, the caller's clock),
+/// and with how many agents.
 struct ReleaseState {
   std::map<std::string, double> idle_since;
+  std::map<std::string, int> agents;
 };
 
 struct ReleaseResult {
@@ -94,7 +96,8 @@ struct ReleaseResult {
 /// pool: boot nodes never are). It is idle when it holds no agent (`agents`
 /// counts every agent holding memory there: up, retiring, prepared) or its
 /// used fraction (1 - avail/total) is below cfg.below; a node that stops
-/// being idle starts over. A node idle for at least cfg.after seconds goes
+/// being idle, or whose agent count changes (an application just placed
+/// agents there, not yet committed), starts over. A node idle for at least cfg.after seconds goes
 /// back — at most one per pass, most free memory first, then fewest agents,
 /// then name (Alg. 9 lines 32-33) — unless that would leave fewer than
 /// max(1, min_nodes) up nodes, or the bytes used on all up nodes would
