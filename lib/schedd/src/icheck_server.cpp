@@ -101,6 +101,26 @@ int64_t next_change(State& st) {
   return c;
 }
 
+/// "" when m's nodes is a non-empty array of at most kIcMaxNodes valid node
+/// names, else why not (for op's refusal).
+std::string bad_node_list(const json& m, const std::string& op) {
+  const json& nodes = m.contains("nodes") ? m["nodes"] : json();
+  if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
+    return op + ": nodes must be a non-empty array of at most " + std::to_string(kIcMaxNodes) + " node names";
+  for (const auto& n : nodes)
+    if (!is_name(n)) return op + ": a node name must be 1-255 letters, digits, '-', '_' or '.'";
+  return "";
+}
+
+/// Lent node `id` (`name`) goes back to the batch pool: no longer lent, its
+/// lending's Gantt bar ends at `now`. Inside the caller's write transaction.
+void back_to_pool(State& st, int64_t id, const std::string& name, double now) {
+  Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
+  d.bind(1, id).run();
+  Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
+  h.bind(1, now).bind(2, name).run();
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) s += (s.empty() ? "" : ",") + x;
@@ -203,11 +223,8 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
   }
 
   if (op == "ic_release") {  // the controller gave held nodes back on its own (Alg. 8, scale-down side)
-    const json& nodes = m.contains("nodes") ? m["nodes"] : json();
-    if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
-      return refuse("ic_release: nodes must be a non-empty array of at most " + std::to_string(kIcMaxNodes) + " node names");
-    for (const auto& n : nodes)
-      if (!is_name(n)) return refuse("ic_release: a node name must be 1-255 letters, digits, '-', '_' or '.'");
+    if (auto why = bad_node_list(m, "ic_release"); !why.empty()) return refuse(why);
+    const json& nodes = m["nodes"];
     std::string bad;
     std::vector<std::string> names;
     st.db().write_tx([&] {
@@ -223,12 +240,7 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
         }
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       }
-      for (const auto& name : names) {
-        Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
-        d.bind(1, lent[name].node_id).run();
-        Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
-        h.bind(1, now).bind(2, name).run();
-      }
+      for (const auto& name : names) back_to_pool(st, lent[name].node_id, name, now);
       st.event(now, 0, "icheck_node_released", join(names));
     });
     if (!bad.empty()) return refuse(bad);
@@ -298,11 +310,8 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     }
     if (kind != "NEW_NODES" && kind != "REMOVE_NODES") return refuse("ic_response: kind must be NEW_NODES or REMOVE_NODES");
     if (!m.contains("ok") || !m["ok"].is_boolean()) return refuse("ic_response: ok must be true or false");
-    const json& nodes = m.contains("nodes") ? m["nodes"] : json();
-    if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
-      return refuse("ic_response: nodes must be a non-empty array of node names");
-    for (const auto& n : nodes)
-      if (!is_name(n)) return refuse("ic_response: a node name must be 1-255 letters, digits, '-', '_' or '.'");
+    if (auto why = bad_node_list(m, "ic_response"); !why.empty()) return refuse(why);
+    const json& nodes = m["nodes"];
     std::string reason;
     if (m.contains("reason")) {
       if (!m["reason"].is_string() || m["reason"].get_ref<const std::string&>().size() > kIcMaxReason)
@@ -340,10 +349,7 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
           Stmt u(st.db(), "UPDATE icheck_lent SET state = 'held', since = ? WHERE node_id = ?");
           u.bind(1, now).bind(2, id).run();
         } else {  // returned (or never taken): back to the batch pool
-          Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
-          d.bind(1, id).run();
-          Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
-          h.bind(1, now).bind(2, name).run();
+          back_to_pool(st, id, name, now);
         }
       }
       const char* ev = kind == "NEW_NODES" ? (ok ? "icheck_node_up" : "icheck_grant_failed")
