@@ -26,7 +26,7 @@ show_logs() {
 }
 t_on_fail show_logs
 PFS=$(sed -n 's/^pfs_dir: *//p' "$C/icheck.yaml")
-S=(-s cp_global=500000 -s cp_interval=5it -s cp_count=9 -s iter_passes=500 -s probe_interval=0)
+S=(-s cp_global=250000 -s cp_interval=5it -s cp_count=9 -s iter_passes=500 -s probe_interval=0)
 stdbuf -oL "$DYNRES_BIN/synth" "${S[@]}" -s app_name=fin4272 -s persist=false -s icheck_config="$C/icheck.yaml" \
   >"$W/synth.out" 2>&1 &
 SYN=$!
