@@ -48,17 +48,7 @@ sed -i 's/^init_agent_count:.*/init_agent_count: 2/; s/^is_dynamic_as:.*/is_dyna
 CTL=$!
 bg_register "$CTL"
 echo "controller-sched $CTL" >>"$C/icheck/pids"
-python3 - "$C/dynres.yaml" <<'EOF'
-import sys
-p = sys.argv[1]
-s = open(p).read().replace("  icheck:\n", "  icheck:\n    reclaim_backoff: 0.5\n    reclaim_backoff_max: 30\n", 1)
-open(p, "w").write(s)
-EOF
-P=$(sched_pid "$C")
-kill "$P"
-wait_for 10 "mjsched stopped" pids_gone "$P"
-t_run "$DYNRES_BUILD/bin/mjsched" --home "$C" --daemon
-assert_eq 0 "$T_RC" "mjsched restarts with the back-off settings (stderr: $T_ERR)"
+sched_restart_with "  icheck:" $'    reclaim_backoff: 0.5\n    reclaim_backoff_max: 30' "the back-off settings"
 wait_for 15 "the controller's Status reaches mjsched" eval '[[ $(sq "$C" "SELECT status_time IS NOT NULL FROM icheck_link") == 1 ]]'
 assert_eq '{"ok":true}' "$(ic '{"op":"ic_request","urgency":"HIGH","nodes":1}')" "HIGH request for 1 node"
 wait_for 20 "n1 lent to iCheck, its manager up" eval '[[ $(lent) == "n1:held" && $(icnode n1) == up ]]'
