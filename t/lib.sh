@@ -343,12 +343,29 @@ rank_cpu_shares() {
 # icsched_helpers DIR — for the iCheck-aware scheduling tests, defines on the
 # cluster DIR: `ic JSON` (one raw request to mjsched.sock, as iCheck's
 # controller sends them; prints the reply), `lent` (the nodes lent to iCheck,
-# "name:state ..." in node order) and `icnode NODE` (iCheck's own state of NODE).
+# "name:state ..." in node order), `icnode NODE` (iCheck's own state of NODE)
+# and `sched_restart_with AFTER LINES WHAT` (dynres.yaml edited, mjsched restarted).
 icsched_helpers() {
   T_ICS_DIR=$1
   ic() { "$DYNRES_SRC/t/frame-request" "$T_ICS_DIR/mjsched.sock" "$1"; }
   lent() { sq "$T_ICS_DIR" "SELECT group_concat(name || ':' || state, ' ') FROM (SELECT n.name, l.state FROM icheck_lent l JOIN nodes n ON n.id = l.node_id ORDER BY n.id)"; }
   icnode() { sq "$T_ICS_DIR" "SELECT state FROM icheck_nodes WHERE node = '$1'"; }
+  # sched_restart_with AFTER LINES WHAT — insert LINES (YAML) after the first
+  # line AFTER of the cluster's dynres.yaml, restart mjsched on it (checked).
+  sched_restart_with() {
+    python3 - "$T_ICS_DIR/dynres.yaml" "$1" "$2" <<'PY'
+import sys
+p, after, add = sys.argv[1:4]
+s = open(p).read().replace(after + "\n", after + "\n" + add + "\n", 1)
+open(p, "w").write(s)
+PY
+    local p
+    p=$(sched_pid "$T_ICS_DIR")
+    kill "$p"
+    wait_for 10 "mjsched stopped" pids_gone "$p"
+    t_run "$DYNRES_BUILD/bin/mjsched" --home "$T_ICS_DIR" --daemon
+    assert_eq 0 "$T_RC" "mjsched restarts with $3 (stderr: $T_ERR)"
+  }
 }
 
 # state_digest DIR — checksum of the whole logical content of the state file.

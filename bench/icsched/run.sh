@@ -19,7 +19,13 @@
 # Per configuration and run it prints: makespan (first submission to last end,
 # mjstat --metrics), commits, median / 90th percentile / mean commit time
 # (slowest rank, seconds), commits that fell back to the second level,
-# the most iCheck nodes at once, node-seconds iCheck borrowed, and the ratio
+# the most iCheck nodes at once, node-seconds iCheck borrowed, the nodes it
+# gave back on its own (idle, icheck_node_released) and those mjsched took
+# back for a waiting job (REMOVE_NODES, icheck_node_returned), the ranks
+# whose agents had been moved when they finalized, the seconds from the last
+# job's end until iCheck held no borrowed node (it gives them back on its own;
+# -1: not within RELEASE_AFTER + 30 s; lent node-seconds include that time),
+# and the ratio
 # of makespan and median commit time to the same run's static-1 and static-3.
 # The table is the median over --runs. For every dynamic run it writes
 # OUT/CONFIG-rRUN.png: (a) active iCheck nodes over time, (b) agents per
@@ -28,7 +34,8 @@
 #
 # Environment: DYNRES_BUILD (default build/), SIZE_BASE (MiB, 48),
 # SIZE_STEP (MiB, 16), STAGGER (s, 3), COUNT (iterations per job, 30),
-# THRESHOLDS (the scaler's lower,upper used fractions, 0.5,0.6).
+# THRESHOLDS (the scaler's lower,upper used fractions, 0.5,0.6), RELEASE_AFTER
+# (s a borrowed node stays idle before iCheck gives it back on its own, 15).
 # Needs mpiexec (mpich), gnuplot (gnuplot-nox), sqlite3. A run takes ~1-2 min
 # per configuration.
 set -euo pipefail
@@ -41,7 +48,7 @@ SIZE_BASE=${SIZE_BASE:-48} SIZE_STEP=${SIZE_STEP:-16} STAGGER=${STAGGER:-3} COUN
 # the scaler every second; a node counts as full at 60 % (flagged at 50 %): an
 # agent refuses the piece that would overflow the node's budget, so the node's
 # use stays below the limit by up to one piece and may never pass 90 %
-SCALER="--icheck-scaler-interval 1 --icheck-scaler-thresholds ${THRESHOLDS:-0.5,0.6}"
+SCALER="--icheck-scaler-interval 1 --icheck-scaler-thresholds ${THRESHOLDS:-0.5,0.6} --icheck-release-after ${RELEASE_AFTER:-15}"
 die() { echo "bench/icsched: error: $*" >&2; exit 1; }
 while (($#)); do
   case $1 in
@@ -50,7 +57,7 @@ while (($#)); do
     --jobs) JOBS=${2:?}; shift 2 ;;
     --mem-gb) MEMGB=${2:?}; shift 2 ;;
     --configs) CONFIGS=${2:?}; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -120,10 +127,30 @@ EOF
   failed=$(sqlite3 -batch -cmd '.timeout 5000' "$d/c/state.db" "SELECT COUNT(*) FROM jobs WHERE state != 'COMPLETED'")
   local mk
   mk=$(mjstat --metrics --json | sed -n 's/.*"makespan_s": *\([0-9.e+-]*\).*/\1/p')
+  # the workload is over and no job waits: iCheck gives its borrowed nodes
+  # back on its own (release_after); seconds from the last job's end until
+  # none is lent (-1: not within release_after + 30 s)
+  local back=0 t_end
+  t_end=$(sqlite3 -batch -cmd '.timeout 5000' "$d/c/state.db" "SELECT MAX(end_time) FROM jobs")
+  if [[ $cfg == dyn-* ]]; then
+    local until=$((SECONDS + ${RELEASE_AFTER:-15} + 30))
+    back=-1
+    while ((SECONDS < until)); do
+      if [[ $(sqlite3 -batch -cmd '.timeout 5000' "$d/c/state.db" "SELECT COUNT(*) FROM icheck_lent") == 0 ]]; then
+        back=$(sqlite3 -batch -cmd '.timeout 5000' "$d/c/state.db" \
+          "SELECT printf('%.0f', MAX(0, IFNULL(MAX(end_time), $t_end) - $t_end)) FROM icheck_lent_history")
+        break
+      fi
+      sleep 1
+    done
+  fi
   # node-seconds lent to iCheck, and the most nodes at once
   local lent maxn
   lent=$(sqlite3 -batch "$d/c/state.db" "SELECT printf('%.0f', IFNULL(SUM(IFNULL(end_time, julianday('now') * 86400 - 210866760000) - start_time), 0)) FROM icheck_lent_history" 2>/dev/null || echo 0)
   [[ -n $lent ]] || lent=0
+  local rel ret
+  rel=$(sqlite3 -batch "$d/c/state.db" "SELECT COUNT(*) FROM events WHERE kind = 'icheck_node_released'" 2>/dev/null || echo 0)
+  ret=$(sqlite3 -batch "$d/c/state.db" "SELECT COUNT(*) FROM events WHERE kind = 'icheck_node_returned'" 2>/dev/null || echo 0)
   maxn=$(awk '{c[$1]++} END {m = 0; for (t in c) if (c[t] > m) m = c[t]; print m}' "$d/samples")
   # commit times (slowest rank) and the commits that went to the second level
   cat "$w"/job*.out 2>/dev/null | sed -n 's/^synth: commit .*seconds=\([0-9.]*\) .*mode=\([a-z]*\).*/\1 \2/p' >"$d/commits"
@@ -150,7 +177,10 @@ EOF
   wait "$sp" 2>/dev/null || true
   unset DYNRES_HOME
   rm -rf "$d"
-  echo "$cfg $r ${mk:-0} $stats ${maxn:-0} $lent $failed"
+  # ranks whose agents were moved before their finalize (icheck_finalize found the version durable)
+  local fin
+  fin=$(cat "$w"/job*.out 2>/dev/null | grep -c 'finalize goes on' || true)
+  echo "$cfg $r ${mk:-0} $stats ${maxn:-0} $lent $failed ${rel:-0} ${ret:-0} ${fin:-0} $back"
 }
 
 # plot SAMPLES PNG TITLE — Fig. 9.8 (a) nodes over time, (b) agents per node
@@ -192,7 +222,7 @@ EOF
 
 echo "# bench/icsched: $JOBS synth jobs of 2 nodes, checkpoints $((SIZE_BASE + SIZE_STEP))..$((SIZE_BASE + JOBS * SIZE_STEP)) MiB,"
 echo "# ${MEMGB} GB checkpoint memory per iCheck node, $RUNS run(s); results in $OUT"
-echo "# config run makespan_s commits median_commit_s p90_commit_s mean_commit_s fallbacks max_ic_nodes lent_node_s failed_jobs"
+echo "# config run makespan_s commits median_commit_s p90_commit_s mean_commit_s fallbacks max_ic_nodes lent_node_s failed_jobs released returned finalize_after_move all_back_s"
 : >"$OUT/results.txt"
 for ((r = 1; r <= RUNS; r++)); do
   for cfg in $CONFIGS; do
@@ -206,17 +236,17 @@ awk '
   function med(arr, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (arr[j] < arr[i]) { t = arr[i]; arr[i] = arr[j]; arr[j] = t }
                                    return (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2 }
   { c = $1; if (!(c in n)) order[++K] = c; i = ++n[c]
-    for (f = 3; f <= 11; f++) v[c, f, i] = $f }
+    for (f = 3; f <= 15; f++) v[c, f, i] = $f }
   END {
     for (k = 1; k <= K; k++) { c = order[k]
-      for (f = 3; f <= 11; f++) { delete a; for (i = 1; i <= n[c]; i++) a[i] = v[c, f, i]; M[c, f] = med(a, n[c]) } }
-    printf "\n| configuration | makespan (s) | vs static-1 | vs static-3 | commits | median commit (s) | vs static-1 | vs static-3 | p90 commit (s) | fallbacks | max iCheck nodes | node-s lent | failed jobs |\n"
-    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+      for (f = 3; f <= 15; f++) { delete a; for (i = 1; i <= n[c]; i++) a[i] = v[c, f, i]; M[c, f] = med(a, n[c]) } }
+    printf "\n| configuration | makespan (s) | vs static-1 | vs static-3 | commits | median commit (s) | vs static-1 | vs static-3 | p90 commit (s) | fallbacks | max iCheck nodes | node-s lent | given back idle | reclaimed | all back after (s) | failed jobs |\n"
+    printf "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     for (k = 1; k <= K; k++) { c = order[k]
       r1 = ("static-1" in n) && M["static-1", 3] > 0 ? sprintf("%.2f", M[c, 3] / M["static-1", 3]) : "-"
       r3 = ("static-3" in n) && M["static-3", 3] > 0 ? sprintf("%.2f", M[c, 3] / M["static-3", 3]) : "-"
       q1 = ("static-1" in n) && M["static-1", 5] > 0 ? sprintf("%.2f", M[c, 5] / M["static-1", 5]) : "-"
       q3 = ("static-3" in n) && M["static-3", 5] > 0 ? sprintf("%.2f", M[c, 5] / M["static-3", 5]) : "-"
-      printf "| %s | %.1f | %s | %s | %d | %.3f | %s | %s | %.3f | %d | %d | %d | %d |\n", c, M[c, 3], r1, r3, M[c, 4], M[c, 5], q1, q3, M[c, 6], M[c, 8], M[c, 9], M[c, 10], M[c, 11] }
+      printf "| %s | %.1f | %s | %s | %d | %.3f | %s | %s | %.3f | %d | %d | %d | %d | %d | %s | %d |\n", c, M[c, 3], r1, r3, M[c, 4], M[c, 5], q1, q3, M[c, 6], M[c, 8], M[c, 9], M[c, 10], M[c, 12], M[c, 13], (c ~ /^dyn-/ ? sprintf("%d", M[c, 15]) : "-"), M[c, 11] }
     printf "(medians over %d run(s) of each configuration)\n", n[order[1]]
   }' "$OUT/results.txt" | tee "$OUT/table.md"

@@ -48,7 +48,7 @@ check_no_double() {  # WHAT: no node both a job's and iCheck's
 
 # -- Status and Query -----------------------------------------------------
 A=$(status 0)
-assert_eq '{"changes":[],"ok":true}' "$A" "Status answered, no change pending"
+assert_eq '{"changes":[],"lent":[],"ok":true}' "$A" "Status answered, no change pending"
 A=$(ic '{"op":"ic_query"}')
 assert_eq '{"idle_nodes":4,"ok":true}' "$A" "Query answered with the idle nodes"
 
@@ -125,7 +125,7 @@ assert_contains "$(cat "$C/mjsched.log")" "iCheck: refused: ic_request: nodes mu
 A=$(ic '{"op":"ic_response","change":'"$CH"',"kind":"NEW_NODES","ok":true,"nodes":["n1","n2"]}')
 assert_eq '{"ok":true}' "$A" "Response NEW_NODES accepted"
 assert_eq "n1:held n2:held" "$(lent)" "n1, n2 are iCheck's"
-assert_eq '{"changes":[],"ok":true}' "$(status 0)" "no change pending once answered"
+assert_eq '{"changes":[],"lent":["n1","n2"],"ok":true}' "$(status 0)" "no change pending once answered; n1, n2 listed as held"
 assert_eq 2 "$(sq "$C" "SELECT COUNT(*) FROM icheck_lent_history WHERE end_time IS NULL")" "two open lendings in the history"
 t_run mjsub --test-only -N 3 -t 1 wide.sh
 assert_contains "$T_OUT" "could not start" "--test-only counts the lent nodes as taken (2 of 4 idle)"

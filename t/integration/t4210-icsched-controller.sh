@@ -47,7 +47,7 @@ OLD=$(awk '$1 == "controller" || $1 == "standby" {print $2}' "$C/icheck/pids")
 kill $OLD 2>/dev/null
 # shellcheck disable=SC2086
 wait_for 10 "icheck-boot's controllers stopped" pids_gone $OLD
-printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
+printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n  release_after: 0\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
 start_controller
 wait_for 15 "the controller's Status reaches mjsched" eval \
   '[[ $(sq "$C" "SELECT status LIKE \"%\"\"name\"\":\"\"n4\"\"%\" FROM icheck_link") == 1 ]]'
@@ -68,17 +68,7 @@ MPID=$(sq "$C" "SELECT pid FROM icheck_nodes WHERE node = 'n1'")
 pid_alive "$MPID" && t_pass "n1's manager runs (pid $MPID)" || t_fail "n1's manager (pid $MPID) is not running"
 
 # -- favour applications: n1 reclaimed for a 3-node job ------------------------
-python3 - "$C/dynres.yaml" <<'EOF'
-import sys
-p = sys.argv[1]
-s = open(p).read().replace("scheduler:\n", "scheduler:\n  icheck:\n    favour: applications\n", 1)
-open(p, "w").write(s)
-EOF
-P=$(sched_pid "$C")
-kill "$P"
-wait_for 10 "mjsched stopped" pids_gone "$P"
-t_run "$DYNRES_BUILD/bin/mjsched" --home "$C" --daemon
-assert_eq 0 "$T_RC" "mjsched restarts with favour applications (stderr: $T_ERR)"
+sched_restart_with "scheduler:" $'  icheck:\n    favour: applications' "favour applications"
 write_script "$W/w3.sh" '#!/bin/bash' '#SBATCH -N 3' '#SBATCH -t 1' '#SBATCH -o w3.out' 'echo "ran on $MJ_JOB_NODELIST"'
 t_run mjsub --parsable w3.sh
 J=$T_OUT

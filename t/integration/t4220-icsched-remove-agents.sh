@@ -42,7 +42,7 @@ OLD=$(awk '$1 == "controller" || $1 == "standby" {print $2}' "$C/icheck/pids")
 kill $OLD 2>/dev/null
 # shellcheck disable=SC2086
 wait_for 10 "icheck-boot's controllers stopped" pids_gone $OLD
-printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
+printf 'scheduler:\n  socket: %s\n  scaler_interval: 2\n  max_nodes: 2\n  release_after: 0\n' "$C/mjsched.sock" >>"$C/icheck.yaml"
 sed -i 's/^init_agent_count:.*/init_agent_count: 2/; s/^is_dynamic_as:.*/is_dynamic_as: false/;
         s/^keep_versions:.*/keep_versions: 20/' "$C/icheck-dynamic.yaml"
 "$DYNRES_BIN/icheckd" --role controller --config "$C/icheck.yaml" >>"$C/icheck/controller-sched.log" 2>&1 &
@@ -64,17 +64,7 @@ wait_for 30 "synth's agents on n1 and n4" eval '[[ $(app_agents_on n1) == 1 && $
 wait_for 20 "a few commits" eval '[[ $(grep -c "^synth: commit" "$W/synth.out") -ge 3 ]]'
 
 # ---- favour applications: n1 reclaimed for a 3-node job ----------------------
-python3 - "$C/dynres.yaml" <<'EOF'
-import sys
-p = sys.argv[1]
-s = open(p).read().replace("scheduler:\n", "scheduler:\n  icheck:\n    favour: applications\n", 1)
-open(p, "w").write(s)
-EOF
-P=$(sched_pid "$C")
-kill "$P"
-wait_for 10 "mjsched stopped" pids_gone "$P"
-t_run "$DYNRES_BUILD/bin/mjsched" --home "$C" --daemon
-assert_eq 0 "$T_RC" "mjsched restarts with favour applications (stderr: $T_ERR)"
+sched_restart_with "scheduler:" $'  icheck:\n    favour: applications' "favour applications"
 write_script "$W/w3.sh" '#!/bin/bash' '#SBATCH -N 3' '#SBATCH -t 1' '#SBATCH -o w3.out' 'echo "ran on $MJ_JOB_NODELIST"'
 t_run mjsub --parsable w3.sh
 J=$T_OUT

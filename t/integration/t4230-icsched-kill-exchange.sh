@@ -27,7 +27,8 @@ C=$T_TMP/cluster
 W=$T_TMP/work
 mkdir -p "$W"
 cd "$W" || t_fatal "cd $W"
-boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --policy easy --icheck-nodes 1 --icheck-max-nodes 2 --icheck-scaler-interval 1
+boot_cluster "$C" 5 --tick 0.2 --kill-wait 1 --policy easy --icheck-nodes 1 --icheck-max-nodes 2 --icheck-scaler-interval 1 \
+  --icheck-release-after 0  # nodes go back through REMOVE_NODES only
 show_logs() {
   echo "--- mjsched.log (tail)" >&2; tail -n 15 "$C/mjsched.log" >&2
   echo "--- controller (tail)" >&2; tail -n 25 "$C/icheck/controller"*.log >&2

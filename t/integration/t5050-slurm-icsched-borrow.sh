@@ -27,7 +27,8 @@ inside() {
   mkdir -p "$W"
   cd "$W" || return
   T_CLUSTERS+=("$C")
-  if ! vcluster-boot --dir "$C" --tick 0.2 --kill-wait 1 --icheck-nodes 1 --icheck-max-nodes 2 >"$D/boot.out" 2>&1; then
+  if ! vcluster-boot --dir "$C" --tick 0.2 --kill-wait 1 --icheck-nodes 1 --icheck-max-nodes 2 --icheck-release-after 0 \
+    >"$D/boot.out" 2>&1; then
     t_fail "vcluster-boot inside the allocation: $(cat "$D/boot.out")"
     echo "$T_FAILS" >"$D/inside.fails"
     return

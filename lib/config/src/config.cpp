@@ -67,7 +67,7 @@ void load_malleable(const YAML::Node& m, sched::PolicyConfig& pc, const std::str
 /// scheduler.icheck: iCheck-aware scheduling [John24 §7.3.2.2] (dynres.yaml(5)).
 void load_icheck(const YAML::Node& m, Config& c, const std::string& path) {
   const std::string w = "scheduler.icheck";
-  check_keys(m, w, {"favour", "reclaim_free", "status_timeout"}, path);
+  check_keys(m, w, {"favour", "reclaim_free", "status_timeout", "reclaim_backoff", "reclaim_backoff_max"}, path);
   auto f = get<std::string>(m, "favour", sched::to_string(c.policy.icheck_favour), w, path);
   auto fv = sched::parse_icheck_favour(f);
   if (!fv) throw ConfigError(path + ": unknown " + w + ".favour '" + f + "' (icheck|applications)");
@@ -78,6 +78,11 @@ void load_icheck(const YAML::Node& m, Config& c, const std::string& path) {
   c.icheck_status_timeout = get<double>(m, "status_timeout", c.icheck_status_timeout, w, path);
   if (!(c.icheck_status_timeout > 0 && c.icheck_status_timeout <= 86400))
     throw ConfigError(path + ": " + w + ".status_timeout must be in (0, 86400] seconds");
+  c.icheck_reclaim_backoff = get<double>(m, "reclaim_backoff", c.icheck_reclaim_backoff, w, path);
+  c.icheck_reclaim_backoff_max = get<double>(m, "reclaim_backoff_max", c.icheck_reclaim_backoff_max, w, path);
+  if (!(c.icheck_reclaim_backoff > 0 && c.icheck_reclaim_backoff <= c.icheck_reclaim_backoff_max &&
+        c.icheck_reclaim_backoff_max <= 86400))
+    throw ConfigError(path + ": need 0 < " + w + ".reclaim_backoff <= " + w + ".reclaim_backoff_max <= 86400 seconds");
 }
 
 /// scheduler.power: parameters of the power policy (dynres.yaml(5)).

@@ -132,8 +132,10 @@ class Controller {
   /// the reactive scaler (Alg. 9) for the changes its answers carry — NEW_NODES
   /// start managers there (answered once registered, or failed when the
   /// node ends down), REMOVE_NODES release nodes without agents (their
-  /// manager is superseded) and refuse nodes with agents — and the proactive
-  /// scaler (Alg. 8) every scaler_interval.
+  /// manager is superseded) and move the agents off nodes that hold some
+  /// first — and the proactive scaler (Alg. 8) every scaler_interval, which
+  /// also gives back borrowed nodes idle for scheduler.release_after s
+  /// (sched::icheck::idle_release, give_back, ic_release).
   void scheduler_link(std::atomic<bool>* stop);
 
   std::vector<std::string> nodes_where(const std::string& cond, double t);
@@ -288,7 +290,17 @@ class Controller {
   /// the other nodes and mark the application for an agent change (its next
   /// probe); then stop the fenced agents. false (+why) when a version could
   /// not be made durable: the node is kept (draining cleared, fence lifted).
-  bool drain_node(const std::string& n, std::string* why);
+  /// `code` (optional) gets a short reason that stays the same while the
+  /// cause does ("agents unreachable", "newest version not durable"): sent
+  /// to the scheduler with a refusal, whose back-off restarts when it changes.
+  bool drain_node(const std::string& n, std::string* why, std::string* code = nullptr);
+
+  /// Alg. 8's scale-down side: give borrowed node n back on the controller's
+  /// own initiative. Only an up node; its agents move off first (drain_node:
+  /// the same durability rule as REMOVE_NODES); then the node is marked
+  /// removed and its manager superseded. false (+why, code) when the node is
+  /// kept. The caller then tells the scheduler (ic_release). Takes mu_.
+  bool give_back(const std::string& n, std::string* why, std::string* code);
 
   /// Send one request per node to that node's manager, all nodes at once and
   /// without the lock; `make` builds the request from the node's agent ids.

@@ -1,6 +1,7 @@
 // iCheck controller: the link to the batch scheduler [John24 §7.3.1]: a
 // Status every status_interval, the proactive scaler (Alg. 8) every
-// scaler_interval, and the reactive scaler (Alg. 9) for the Resource changes
+// scaler_interval — asking for nodes, and giving idle borrowed ones back
+// (ic_release) — and the reactive scaler (Alg. 9) for the Resource changes
 // the scheduler's answers carry. Protocol: mjsched(8) ICHECK PROTOCOL.
 #include "controller_impl.hpp"
 #include "dynres/icheck_scaler.hpp"
@@ -12,12 +13,15 @@ namespace {
 struct LinkNode {
   sched::icheck::ScalerNode s;
   std::string state;
+  int holding = 0;  ///< agents holding memory there: up, retiring or prepared
 };
 }  // namespace
 
 void Controller::scheduler_link(std::atomic<bool>* stop) {
   const std::string& sock = cfg_.scheduler_socket;
   sched::icheck::ScalerState sst;
+  sched::icheck::ReleaseState rst;               // borrowed nodes seen idle, since when
+  std::map<std::string, std::string> kept_why;   // last refusal per node (REMOVE_NODES or release): logged once
   double next_scale = wall() + cfg_.scaler_interval;
   int fixed = -1;  // nodes the controller had at start: its boot nodes
   auto say = [](const std::string& m) { std::fprintf(stderr, "icheckd controller: scheduler: %s\n", m.c_str()); };
@@ -43,7 +47,8 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
         apps.push_back({{"job", pa.i64(0)}, {"agents", std::max<int64_t>(0, pa.i64(1))},
                         {"mode", agents_mode_of(cfg_, pa.text(2))}});
       Stmt q(*db_, "SELECT n.node, n.state, n.metrics, (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node "
-                   "AND a.state = 'up') FROM icheck_nodes n WHERE n.state != 'removed' ORDER BY n.node");
+                   "AND a.state = 'up'), (SELECT COUNT(*) FROM icheck_agents a WHERE a.node = n.node AND a.state IN "
+                   "('up','retiring','prepared')) FROM icheck_nodes n WHERE n.state != 'removed' ORDER BY n.node");
       while (q.step()) {
         LinkNode n;
         n.s.name = q.text(0);
@@ -58,6 +63,7 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
           n.s.cp_frequency = mt.value("ncops_per_min", 0.0);
         }
         n.s.agents = int(q.i64(3));
+        n.holding = int(q.i64(4));
         nodes.push_back(n);
       }
     } catch (const std::exception& e) {
@@ -83,6 +89,13 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
                   {"fixed_nodes", std::min(fixed, max_nodes)},
                   {"apps", apps}});
     if (!a || !a->contains("changes") || !(*a)["changes"].is_array()) continue;
+    // the nodes the scheduler lent to iCheck and counts as held: the only
+    // ones iCheck gives back on its own (boot nodes never are lent)
+    std::vector<std::string> lent;
+    if (a->contains("lent") && (*a)["lent"].is_array() && (*a)["lent"].size() <= 4096)
+      for (const auto& x : (*a)["lent"])
+        if (x.is_string() && !x.get_ref<const std::string&>().empty() && x.get_ref<const std::string&>().size() <= 255)
+          lent.push_back(x.get<std::string>());
 
     // reactive scaler (Alg. 9)
     try {
@@ -149,21 +162,24 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
           } else {
             // the agents there move to the other nodes first (drain_node);
             // a version that cannot be made durable keeps the node
-            std::string why;
+            std::string why, code = "error";
             bool drained = false;
             try {
-              drained = drain_node(n, &why);
+              drained = drain_node(n, &why, &code);
             } catch (const Fenced&) {
               throw;
             } catch (const std::exception& e) {
               why = e.what();
             }
             if (!drained) {
-              say("REMOVE_NODES: keeping " + n + ": " + why);
-              why_failed = why;
+              // the scheduler asks again (with back-off): logged once per reason
+              if (kept_why[n] != code) say("REMOVE_NODES: keeping " + n + ": " + why);
+              kept_why[n] = code;
+              why_failed = code;
               failed.push_back(n);
               continue;
             }
+            kept_why.erase(n);
             // a bumped epoch supersedes its manager: it stops at its next heartbeat
             tx([&] {
               Stmt(*db_, "UPDATE icheck_nodes SET state = 'removed', draining = 0, epoch = epoch + 1000000 "
@@ -175,10 +191,10 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       }
       auto answer = [&](const std::vector<std::string>& v, bool good) {
         if (v.empty()) return;
-        say(kind + " change " + std::to_string(c["change"].get<int64_t>()) + (good ? " done: " : " refused: ") +
-            std::to_string(v.size()) + " node(s)" +
-            (!good && !why_failed.empty() ? " (" + why_failed + ")" : ""));
-        ask({{"op", "ic_response"}, {"change", c["change"]}, {"kind", kind}, {"ok", good}, {"nodes", v}});
+        if (good) say(kind + " change " + std::to_string(c["change"].get<int64_t>()) + " done: " + std::to_string(v.size()) + " node(s)");
+        json r = {{"op", "ic_response"}, {"change", c["change"]}, {"kind", kind}, {"ok", good}, {"nodes", v}};
+        if (!good && !why_failed.empty()) r["reason"] = why_failed;  // the scheduler's back-off restarts when it changes
+        ask(r);
       };
       answer(ok, true);
       answer(failed, false);
@@ -187,6 +203,26 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       break;  // a newer controller holds the state file: this one stops (fence())
     } catch (const std::exception& e) {
       say(std::string("resource change: ") + e.what());
+    }
+
+    // a node given back whose ic_release was lost (this controller or the
+    // scheduler stopped in between): the scheduler still lists it, send again
+    try {
+      std::vector<std::string> again;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (const auto& n : lent) {
+          Stmt q(*db_, "SELECT state FROM icheck_nodes WHERE node = ?");
+          q.bind(1, n);
+          if (!q.step() || q.text(0) == "removed") again.push_back(n);
+        }
+      }
+      if (!again.empty()) {
+        say("giving back " + std::to_string(again.size()) + " node(s) again (their release was not acknowledged)");
+        ask({{"op", "ic_release"}, {"nodes", again}});
+      }
+    } catch (const std::exception& e) {
+      say(std::string("release: ") + e.what());
     }
 
     // proactive scaler (Alg. 8)
@@ -215,13 +251,70 @@ void Controller::scheduler_link(std::atomic<bool>* stop) {
       if (q && q->contains("idle_nodes") && (*q)["idle_nodes"].is_number_integer())
         sst.idle_nodes = int(std::clamp<int64_t>((*q)["idle_nodes"].get<int64_t>(), 0, 1 << 20));
     }
+    if (r.action != A::none) continue;  // asking for nodes: none goes back in the same pass
+
+    // scale-down side: a borrowed node idle for release_after s goes back
+    sched::icheck::ReleaseConfig rc;
+    rc.below = cfg_.scaler_release_below;
+    rc.after = cfg_.scaler_release_after;
+    rc.lower = cfg_.scaler_lower;
+    rc.min_nodes = min_nodes;
+    for (size_t i = 0; i < nodes.size(); ++i) sn[i].agents = nodes[i].holding;
+    auto rel = sched::icheck::idle_release(sn, lent, rc, wall(), rst);
+    rst = rel.state;
+    if (rel.node.empty()) continue;
+    try {
+      std::string why, code = "error";
+      if (!give_back(rel.node, &why, &code)) {
+        if (kept_why[rel.node] != code) say("keeping idle node " + rel.node + " for now: " + why);
+        kept_why[rel.node] = code;
+        rst.idle_since[rel.node] = wall();  // tried again after release_after
+        continue;
+      }
+      kept_why.erase(rel.node);
+      say("giving back idle node " + rel.node + " (no agent, or under " +
+          std::to_string(int(cfg_.scaler_release_below * 100 + 0.5)) + " % of its memory used, for " +
+          secs(cfg_.scaler_release_after) + ")");
+      ask({{"op", "ic_release"}, {"nodes", json::array({rel.node})}});
+    } catch (const Fenced&) {
+      break;
+    } catch (const std::exception& e) {
+      say("release of " + rel.node + ": " + e.what());
+    }
   }
 }
 
-bool Controller::drain_node(const std::string& n, std::string* why) {
+bool Controller::give_back(const std::string& n, std::string* why, std::string* code) {
+  std::unique_lock<std::mutex> g(mu_);
+  tl_lock_ = &g;  // drain_node's network calls release it
+  struct Clear {
+    ~Clear() { tl_lock_ = nullptr; }
+  } clear;
+  check_epoch();
+  {
+    Stmt q(*db_, "SELECT state FROM icheck_nodes WHERE node = ?");
+    q.bind(1, n);
+    const std::string state = q.step() ? q.text(0) : "unknown";
+    if (state != "up") {
+      *why = "it is " + state, *code = "state";
+      return false;
+    }
+  }
+  // the agents there move to the other nodes first, as for REMOVE_NODES
+  if (!drain_node(n, why, code)) return false;
+  // a bumped epoch supersedes its manager: it stops at its next heartbeat
+  tx([&] {
+    Stmt(*db_, "UPDATE icheck_nodes SET state = 'removed', draining = 0, epoch = epoch + 1000000 WHERE node = ?")
+        .bind(1, n).run();
+  });
+  return true;
+}
+
+bool Controller::drain_node(const std::string& n, std::string* why, std::string* code) {
   tx([&] { Stmt(*db_, "UPDATE icheck_nodes SET draining = 1 WHERE node = ?").bind(1, n).run(); });
-  auto keep = [&](const std::string& w) {
+  auto keep = [&](const std::string& w, const char* c) {
     *why = w;
+    if (code) *code = c;
     tx([&] { Stmt(*db_, "UPDATE icheck_nodes SET draining = 0 WHERE node = ?").bind(1, n).run(); });
     return false;
   };
@@ -255,7 +348,8 @@ bool Controller::drain_node(const std::string& n, std::string* why) {
         });
       };
       if (auto f = fence(true); !f.empty())
-        return keep("application " + std::to_string(app) + ": its agents on " + n + " could not be fenced: " + f[0].second);
+        return keep("application " + std::to_string(app) + ": its agents on " + n + " could not be fenced: " + f[0].second,
+                    "agents unreachable");
       const bool durable = newest_durable(app);
       int64_t committed = 0;
       {
@@ -266,7 +360,8 @@ bool Controller::drain_node(const std::string& n, std::string* why) {
       if (!durable) {
         fence(false);
         return keep("application " + std::to_string(app) + ": its newest version " + std::to_string(committed) +
-                    " could not be made durable before moving its agents off " + n);
+                    " could not be made durable before moving its agents off " + n,
+                    "newest version not durable");
       }
       // Alg. 9 lines 8-9: replacements on the other nodes (none is placed
       // on a draining node); the application reconnects at its next probe

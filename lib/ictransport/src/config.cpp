@@ -137,6 +137,8 @@ StaticConfig load_static(const std::string& path) {
         get(sc, "cp_threshold", c.scaler_cp_threshold);
         get(sc, "min_nodes", c.scaler_min_nodes);
         get(sc, "max_nodes", c.scaler_max_nodes);
+        get(sc, "release_below", c.scaler_release_below);
+        get(sc, "release_after", c.scaler_release_after);
       }
       if (auto ml = n["malleability"]) {
         get(ml, "agents", c.agents_mode);
@@ -163,6 +165,10 @@ StaticConfig load_static(const std::string& path) {
       throw std::runtime_error(path + ": need 0 <= scheduler.lower <= scheduler.upper <= 1 (fractions of a node's memory)");
     if (!(c.scaler_depletion_rate >= 0) || !(c.scaler_bw_threshold >= 0) || !(c.scaler_cp_threshold >= 0))
       throw std::runtime_error(path + ": scheduler.depletion_rate, bw_threshold and cp_threshold must be >= 0");
+    if (!(c.scaler_release_below >= 0 && c.scaler_release_below <= c.scaler_lower) ||
+        !(c.scaler_release_after >= 0 && c.scaler_release_after <= 86400))
+      throw std::runtime_error(path + ": need 0 <= scheduler.release_below <= scheduler.lower (fractions of a node's "
+                                      "memory) and scheduler.release_after in [0, 86400] seconds");
     if (c.scaler_min_nodes < 0 || c.scaler_max_nodes < 0 || c.scaler_max_nodes > 4096 ||
         (c.scaler_max_nodes > 0 && c.scaler_max_nodes < c.scaler_min_nodes))
       throw std::runtime_error(path + ": need 0 <= scheduler.min_nodes <= scheduler.max_nodes <= 4096");

@@ -75,8 +75,9 @@ int shrink_for_icheck(Snapshot& s, const PolicyConfig& cfg, int need, std::vecto
 }
 
 /// Alg. 11 lines 8-17 and 28-31: reclaim candidates for the highest-priority
-/// waiting job `d` did not start, when idle nodes plus candidates cover it.
-std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, const Decision& d, int idle_left,
+/// waiting job `d` did not start, when idle nodes plus candidates cover it
+/// (sets d.icheck_reclaim_job when it returns some).
+std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, Decision& d, int idle_left,
                                   bool keep_headroom = false) {
   const IcheckView& ic = s.icheck;
   const int floor = std::max(1, ic.min_nodes);
@@ -97,7 +98,7 @@ std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, co
   std::vector<const IcheckNode*> cand;
   for (const auto& n : ic.nodes) {
     if (n.node < 0 || n.node >= static_cast<int>(s.nodes.size())) continue;
-    if (s.nodes[n.node].job != kIcheckJob || !s.nodes[n.node].up || !(n.total_mem > 0)) continue;
+    if (s.nodes[n.node].job != kIcheckJob || !s.nodes[n.node].up || !(n.total_mem > 0) || n.reclaim_wait) continue;
     if (n.avail_mem > cfg.icheck_reclaim_free * n.total_mem) cand.push_back(&n);
   }
   const int take = need - idle_left;
@@ -112,6 +113,7 @@ std::vector<int> reclaim_for_head(const Snapshot& s, const PolicyConfig& cfg, co
   for (int i = 0; i < take; ++i) v.push_back(cand[i]->node), kept -= cand[i]->total_mem;
   if (keep_headroom && !(ic.used_mem <= 0.5 * kept)) return {};
   std::sort(v.begin(), v.end());
+  d.icheck_reclaim_job = head[0]->id;
   return v;
 }
 

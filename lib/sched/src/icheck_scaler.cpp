@@ -1,7 +1,8 @@
-// [John24 Alg. 8, Alg. 9 lines 31-38]; semantics in dynres/icheck_scaler.hpp.
+// [John24 Alg. 8 (and its scale-down side), Alg. 9 lines 31-38]; semantics in dynres/icheck_scaler.hpp.
 #include "dynres/icheck_scaler.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace dynres::sched::icheck {
 
@@ -83,6 +84,46 @@ std::vector<std::string> removal_candidates(const std::vector<ScalerNode>& nodes
   std::vector<std::string> v;
   for (int i = 0; i < k; ++i) v.push_back(up[i]->name);
   return v;
+}
+
+ReleaseResult idle_release(const std::vector<ScalerNode>& nodes, const std::vector<std::string>& lent,
+                           const ReleaseConfig& cfg, double now, const ReleaseState& state) {
+  ReleaseResult res;
+  const std::set<std::string> borrowed(lent.begin(), lent.end());
+  int up = 0;
+  double used = 0, total = 0;
+  std::vector<const ScalerNode*> due;
+  for (const auto& n : nodes) {
+    if (!n.up) continue;
+    ++up;
+    const double t = std::max(0.0, n.total_mem);
+    total += t;
+    used += t - std::clamp(n.avail_mem, 0.0, t);
+    if (!borrowed.count(n.name)) continue;
+    if (n.agents > 0 && !(used_fraction(n) < cfg.below)) continue;  // busy: starts over
+    auto it = state.idle_since.find(n.name);
+    auto ag = state.agents.find(n.name);
+    const bool same = it != state.idle_since.end() && ag != state.agents.end() && ag->second == n.agents;
+    const double since = same ? std::min(it->second, now) : now;
+    res.state.idle_since[n.name] = since;
+    res.state.agents[n.name] = n.agents;
+    if (cfg.after > 0 && now - since >= cfg.after) due.push_back(&n);
+  }
+  if (due.empty() || up <= std::max(1, cfg.min_nodes)) return res;
+  std::sort(due.begin(), due.end(), [](const ScalerNode* a, const ScalerNode* b) {
+    if (a->avail_mem != b->avail_mem) return a->avail_mem > b->avail_mem;
+    if (a->agents != b->agents) return a->agents < b->agents;
+    return a->name < b->name;
+  });
+  for (const ScalerNode* n : due) {
+    const double stays = total - std::max(0.0, n->total_mem);
+    if (used > cfg.lower * stays) continue;  // the others could not hold what it holds
+    res.node = n->name;
+    res.state.idle_since.erase(n->name);
+    res.state.agents.erase(n->name);
+    break;
+  }
+  return res;
 }
 
 }  // namespace dynres::sched::icheck

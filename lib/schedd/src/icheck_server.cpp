@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -100,6 +101,26 @@ int64_t next_change(State& st) {
   return c;
 }
 
+/// "" when m's nodes is a non-empty array of at most kIcMaxNodes valid node
+/// names, else why not (for op's refusal).
+std::string bad_node_list(const json& m, const std::string& op) {
+  const json& nodes = m.contains("nodes") ? m["nodes"] : json();
+  if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
+    return op + ": nodes must be a non-empty array of at most " + std::to_string(kIcMaxNodes) + " node names";
+  for (const auto& n : nodes)
+    if (!is_name(n)) return op + ": a node name must be 1-255 letters, digits, '-', '_' or '.'";
+  return "";
+}
+
+/// Lent node `id` (`name`) goes back to the batch pool: no longer lent, its
+/// lending's Gantt bar ends at `now`. Inside the caller's write transaction.
+void back_to_pool(State& st, int64_t id, const std::string& name, double now) {
+  Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
+  d.bind(1, id).run();
+  Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
+  h.bind(1, now).bind(2, name).run();
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) s += (s.empty() ? "" : ",") + x;
@@ -174,7 +195,7 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
         apps.push_back({{"job", x["job"]}, {"agents", x["agents"]}, {"mode", mode}});
       }
     }
-    json changes = json::array();
+    json changes = json::array(), held = json::array();
     st.db().write_tx([&] {
       Stmt u(st.db(),
              "UPDATE icheck_link SET status = ?, status_time = ?, min_nodes = ?, max_nodes = ?, fixed_nodes = ?, apps = ? "
@@ -182,7 +203,10 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
       u.bind(1, clean.dump()).bind(2, now).bind(3, mn).bind(4, mx).bind(5, fx).bind(6, apps.dump()).run();
       std::map<int64_t, json> by_change;
       for (auto& l : lent_nodes(st)) {
-        if (l.state == "held") continue;
+        if (l.state == "held") {
+          held.push_back(l.name);
+          continue;
+        }
         json& c = by_change[l.change];
         if (c.is_null())
           c = {{"change", l.change}, {"kind", l.state == "granting" ? "NEW_NODES" : "REMOVE_NODES"}, {"nodes", json::array()}};
@@ -195,7 +219,34 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
         changes.push_back({{"change", ai.i64(0)}, {"kind", "APP_INFO"}, {"job", ai.i64(1)}, {"from", ai.i64(2)},
                            {"to", ai.i64(3)}});
     });
-    return {{"ok", true}, {"changes", changes}};
+    return {{"ok", true}, {"changes", changes}, {"lent", held}};
+  }
+
+  if (op == "ic_release") {  // the controller gave held nodes back on its own (Alg. 8, scale-down side)
+    if (auto why = bad_node_list(m, "ic_release"); !why.empty()) return refuse(why);
+    const json& nodes = m["nodes"];
+    std::string bad;
+    std::vector<std::string> names;
+    st.db().write_tx([&] {
+      std::map<std::string, Lent> lent;
+      for (auto& l : lent_nodes(st)) lent[l.name] = l;
+      for (const auto& n : nodes) {
+        const std::string name = n;
+        auto it = lent.find(name);
+        if (it == lent.end() || it->second.state != "held") {
+          bad = "ic_release: node " + name + (it == lent.end() ? " is not lent to iCheck"
+                                                               : " is " + it->second.state + ", not held (its exchange decides)");
+          return;  // nothing written
+        }
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+      for (const auto& name : names) back_to_pool(st, lent[name].node_id, name, now);
+      st.event(now, 0, "icheck_node_released", join(names));
+    });
+    if (!bad.empty()) return refuse(bad);
+    for (const auto& name : names) backoff_of_.erase(name), reclaim_job_.erase(name);
+    log_("iCheck: the controller gave back " + join(names) + " (idle): back to the batch pool");
+    return {{"ok", true}};
   }
 
   if (op == "ic_query") {  // Response: the idle nodes of the batch pool
@@ -259,11 +310,16 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     }
     if (kind != "NEW_NODES" && kind != "REMOVE_NODES") return refuse("ic_response: kind must be NEW_NODES or REMOVE_NODES");
     if (!m.contains("ok") || !m["ok"].is_boolean()) return refuse("ic_response: ok must be true or false");
-    const json& nodes = m.contains("nodes") ? m["nodes"] : json();
-    if (!nodes.is_array() || nodes.empty() || nodes.size() > static_cast<size_t>(kIcMaxNodes))
-      return refuse("ic_response: nodes must be a non-empty array of node names");
-    for (const auto& n : nodes)
-      if (!is_name(n)) return refuse("ic_response: a node name must be 1-255 letters, digits, '-', '_' or '.'");
+    if (auto why = bad_node_list(m, "ic_response"); !why.empty()) return refuse(why);
+    const json& nodes = m["nodes"];
+    std::string reason;
+    if (m.contains("reason")) {
+      if (!m["reason"].is_string() || m["reason"].get_ref<const std::string&>().size() > kIcMaxReason)
+        return refuse("ic_response: reason must be a string of at most " + std::to_string(kIcMaxReason) + " bytes");
+      reason = m["reason"].get<std::string>();
+      if (!std::all_of(reason.begin(), reason.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+        return refuse("ic_response: reason must be printable ASCII");
+    }
     const int64_t change = m["change"].get<int64_t>();
     const bool ok = m["ok"].get<bool>();
     const std::string want = kind == "NEW_NODES" ? "granting" : "reclaiming";
@@ -293,21 +349,40 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
           Stmt u(st.db(), "UPDATE icheck_lent SET state = 'held', since = ? WHERE node_id = ?");
           u.bind(1, now).bind(2, id).run();
         } else {  // returned (or never taken): back to the batch pool
-          Stmt d(st.db(), "DELETE FROM icheck_lent WHERE node_id = ?");
-          d.bind(1, id).run();
-          Stmt h(st.db(), "UPDATE icheck_lent_history SET end_time = ? WHERE node = ? AND end_time IS NULL");
-          h.bind(1, now).bind(2, name).run();
+          back_to_pool(st, id, name, now);
         }
       }
       const char* ev = kind == "NEW_NODES" ? (ok ? "icheck_node_up" : "icheck_grant_failed")
                                            : (ok ? "icheck_node_returned" : "icheck_reclaim_refused");
-      st.event(now, 0, ev, join(names));
+      st.event(now, 0, ev, join(names) + (reason.empty() ? "" : " (" + reason + ")"));
     });
     if (!bad.empty()) return refuse(bad);
+    if (kind == "REMOVE_NODES" && !ok) {  // logged once per reason (backed_off), not at every refusal
+      for (const auto& name : names) backed_off(name, reason, now);
+      return {{"ok", true}};
+    }
+    for (const auto& name : names) backoff_of_.erase(name), reclaim_job_.erase(name);
     log_("iCheck: " + kind + " change " + std::to_string(change) + (ok ? " done: " : " failed: ") + join(names));
     return {{"ok", true}};
   }
   return refuse("unknown iCheck op '" + op + "'");
+}
+
+void IcheckServer::backed_off(const std::string& name, const std::string& reason, double now) {
+  Backoff& b = backoff_of_[name];
+  const bool same = b.refusals > 0 && b.reason == reason;
+  b.delay = same ? std::min(2 * b.delay, backoff_max_) : backoff_;
+  b.until = now + b.delay;
+  b.reason = reason;
+  b.refusals = same ? b.refusals + 1 : 1;
+  auto j = reclaim_job_.find(name);
+  if (j != reclaim_job_.end()) b.job = j->second, reclaim_job_.erase(j);
+  if (same) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "): asking again in %.1f s, the wait doubling up to %.0f s while it refuses", b.delay,
+                backoff_max_);
+  log_("iCheck: REMOVE_NODES " + name + " refused by the controller (" + (reason.empty() ? "no reason given" : reason) +
+       buf);
 }
 
 bool IcheckServer::app_info(State& st, int64_t job, int from, int to, double now) {
@@ -372,6 +447,18 @@ void IcheckServer::annotate(State& st, sched::Snapshot& snap, const std::vector<
           ic.used_mem += n["total_mem"].get<double>() - n["avail_mem"].get<double>();
         }
       }
+  // a back-off ends with the job it was for: another job asks afresh
+  for (auto b = backoff_of_.begin(); b != backoff_of_.end();) {
+    const bool waits = std::any_of(snap.waiting.begin(), snap.waiting.end(),
+                                   [&](const sched::WaitingJob& w) { return w.id == b->second.job; });
+    if (waits) {
+      ++b;
+      continue;
+    }
+    log_("iCheck: REMOVE_NODES back-off of " + b->first + " ends: job " + std::to_string(b->second.job) +
+         " no longer waits (" + std::to_string(b->second.refusals) + " refusal(s))");
+    b = backoff_of_.erase(b);
+  }
   for (size_t i = 0; i < snap.nodes.size() && i < node_ids.size(); ++i) {
     auto it = state_of.find(node_ids[i]);
     if (it == state_of.end()) continue;
@@ -382,6 +469,8 @@ void IcheckServer::annotate(State& st, sched::Snapshot& snap, const std::vector<
     }
     sched::IcheckNode n;
     n.node = static_cast<int>(i);
+    auto b = backoff_of_.find(snap.nodes[i].name);
+    n.reclaim_wait = b != backoff_of_.end() && now < b->second.until;
     auto r = reported.find(snap.nodes[i].name);
     if (r != reported.end()) {  // a node the controller has not reported yet is never reclaimed (avail 0)
       n.total_mem = (*r->second)["total_mem"].get<double>();
@@ -423,13 +512,17 @@ std::vector<int> IcheckServer::apply(State& st, const sched::Decision& d, const 
       u.bind(1, rchange).bind(2, now).bind(3, node_ids[i]).run();
       if (st.db().changes() > 0) r.push_back(snap.nodes[i].name);
     }
+    for (const auto& name : r) reclaim_job_[name] = d.icheck_reclaim_job;
     Stmt q(st.db(), "UPDATE icheck_link SET request_nodes = ? WHERE id = 1");
     q.bind(1, request_left).run();
     if (!g.empty()) st.event(now, 0, "icheck_grant", join(g));
     if (!r.empty()) st.event(now, 0, "icheck_reclaim", join(r));
   });
   if (!g.empty()) log_("iCheck: NEW_NODES " + join(g));
-  if (!r.empty()) log_("iCheck: REMOVE_NODES " + join(r));
+  std::vector<std::string> first;  // a node asked again after a refusal was logged with it
+  for (const auto& name : r)
+    if (!backoff_of_.count(name)) first.push_back(name);
+  if (!first.empty()) log_("iCheck: REMOVE_NODES " + join(first));
   return granted;
 }
 

@@ -11,10 +11,16 @@
 //                 max_nodes, fixed_nodes}  -> {ok, changes:[...]}
 //   ic_query     {}                        -> {ok, idle_nodes}
 //   ic_request   {urgency:"HIGH"|"LOW", nodes}  -> {ok}
-//   ic_response  {change, kind:"NEW_NODES"|"REMOVE_NODES", ok, nodes:[names]}
-//                                           -> {ok}
+//   ic_response  {change, kind:"NEW_NODES"|"REMOVE_NODES", ok, nodes:[names],
+//                 reason?}                  -> {ok}
+//   ic_release   {nodes:[names]}           -> {ok}   (held nodes the controller
+//                                           gave back on its own, Alg. 8)
 //   ic_response  {change, kind:"APP_INFO", ok}   -> {ok}
-// ic_status may carry apps:[{job, agents, mode}] (the applications
+// The ic_status answer lists lent:[names], the nodes held. A refused
+// REMOVE_NODES is asked again after a back-off that doubles while the
+// controller gives the same reason (reclaim_backoff .. reclaim_backoff_max
+// s) and starts over when the reason changes or the job it was for no
+// longer waits. ic_status may carry apps:[{job, agents, mode}] (the applications
 // registered with iCheck by batch job); an APP_INFO {change, kind:"APP_INFO",
 // job, from, to} rides on its answer before a resize order goes to such a job.
 // Only the cluster owner (the uid mjsched runs as, from SO_PEERCRED) may
@@ -23,6 +29,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,11 +54,15 @@ inline constexpr int kIcMaxNodes = 4096;          ///< nodes in one Status / req
 inline constexpr size_t kIcMaxName = 255;         ///< bytes of a node name
 inline constexpr double kIcMaxMem = 1125899906842624.0;  ///< 2^50 bytes per node
 inline constexpr int kIcMaxAgents = 1000000;
+inline constexpr size_t kIcMaxReason = 200;       ///< bytes of a refusal's reason
 
 class IcheckServer {
  public:
   using Log = std::function<void(const std::string&)>;
-  IcheckServer(double status_timeout, Log log) : status_timeout_(status_timeout), log_(std::move(log)) {}
+  /// backoff, backoff_max: seconds before a refused REMOVE_NODES is asked
+  /// again (dynres.yaml scheduler.icheck.reclaim_backoff, reclaim_backoff_max).
+  IcheckServer(double status_timeout, Log log, double backoff = 2, double backoff_max = 60)
+      : status_timeout_(status_timeout), backoff_(backoff), backoff_max_(backoff_max), log_(std::move(log)) {}
 
   /// Serve one ic_* message of a peer with uid `peer_uid` (the daemon checks
   /// nothing else). Returns the answer: {ok:true,...} or {error:"..."} (a
@@ -68,6 +79,8 @@ class IcheckServer {
   /// Put iCheck into the snapshot: lent nodes (any state) get job
   /// kIcheckJob; with a Status younger than status_timeout, icheck.present,
   /// the held nodes' memory, the pending request and the exchanges in flight.
+  /// Held nodes whose refused REMOVE_NODES is backing off get reclaim_wait;
+  /// a back-off whose job no longer waits in `snap` is dropped (logged).
   void annotate(State& st, sched::Snapshot& snap, const std::vector<int64_t>& node_ids, double now);
 
   /// Carry out the decision's iCheck part: each grant (node still idle and
@@ -78,7 +91,20 @@ class IcheckServer {
 
  private:
   proto::json refuse(const std::string& why);
+  /// A refused REMOVE_NODES of node `name` (reason as the controller gave it).
+  void backed_off(const std::string& name, const std::string& reason, double now);
   double status_timeout_;
+  double backoff_, backoff_max_;
+  /// Back-off of a node whose give-back the controller refused (in memory:
+  /// a restarted mjsched asks at once, then backs off again).
+  struct Backoff {
+    double delay = 0, until = 0;
+    std::string reason;
+    int64_t job = 0;  ///< the waiting job the reclaim was for
+    int refusals = 0;
+  };
+  std::map<std::string, Backoff> backoff_of_;
+  std::map<std::string, int64_t> reclaim_job_;  ///< node -> job of its REMOVE_NODES in flight
   Log log_;
 };
 

@@ -265,7 +265,9 @@ ExpandAfter& Daemon::expand_after() {
 }
 
 IcheckServer& Daemon::icheck() {
-  if (!icheck_) icheck_ = std::make_unique<IcheckServer>(cfg.icheck_status_timeout, [](const std::string& m) { log(m); });
+  if (!icheck_)
+    icheck_ = std::make_unique<IcheckServer>(cfg.icheck_status_timeout, [](const std::string& m) { log(m); },
+                                             cfg.icheck_reclaim_backoff, cfg.icheck_reclaim_backoff_max);
   return *icheck_;
 }
 namespace {

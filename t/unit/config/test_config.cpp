@@ -178,6 +178,15 @@ TEST_CASE("config: scheduler.icheck (iCheck-aware scheduling)", "[config]") {
                     Contains("scheduler.icheck.status_timeout must be in (0, 86400] seconds"));
   CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    favor: icheck\n")),
                     Contains("unknown key 'scheduler.icheck.favor'"));
+  CHECK(dflt.icheck_reclaim_backoff == Approx(2));
+  CHECK(dflt.icheck_reclaim_backoff_max == Approx(60));
+  c = load_config(d.write("scheduler:\n  icheck:\n    reclaim_backoff: 0.5\n    reclaim_backoff_max: 8\n"));
+  CHECK(c.icheck_reclaim_backoff == Approx(0.5));
+  CHECK(c.icheck_reclaim_backoff_max == Approx(8));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    reclaim_backoff: 10\n    reclaim_backoff_max: 8\n")),
+                    Contains("need 0 < scheduler.icheck.reclaim_backoff <= scheduler.icheck.reclaim_backoff_max <= 86400 seconds"));
+  CHECK_THROWS_WITH(load_config(d.write("scheduler:\n  icheck:\n    reclaim_backoff: 0\n")),
+                    Contains("reclaim_backoff"));
 }
 
 TEST_CASE("config: scheduler.slow_nodes (migration off slow nodes)", "[config]") {

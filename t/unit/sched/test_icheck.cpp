@@ -212,7 +212,19 @@ TEST_CASE("Alg. 11: mostly free iCheck nodes are reclaimed for the waiting head"
   Decision d = decide(s, c);
   CHECK(d.starts.empty());
   CHECK(d.icheck_reclaims == V{1, 2});
+  CHECK(d.icheck_reclaim_job == 20);
 
+  SECTION("a node whose give-back the controller refused waits out its back-off") {
+    s.icheck.nodes[0].avail_mem = 9.5 * GiB;  // 3 candidates, need 2
+    s.icheck.fixed_nodes = 1;
+    s.icheck.nodes[1].reclaim_wait = true;  // the favourite is backing off: the next two
+    d = decide(s, c);
+    CHECK(d.icheck_reclaims == V{0, 2});
+    s.icheck.nodes[0].reclaim_wait = true;  // too few left: none, and no job named
+    d = decide(s, c);
+    CHECK(d.icheck_reclaims.empty());
+    CHECK(d.icheck_reclaim_job == 0);
+  }
   SECTION("not when the job would still not fit") {
     s.waiting[0] = rigid(20, 5);  // 2 idle + 2 candidates < 5
     d = decide(s, c);
@@ -369,6 +381,75 @@ TEST_CASE("Alg. 9: removal picks most free memory, then fewest agents, keeps min
   CHECK(removal_candidates(v, 5, 1) == std::vector<std::string>{"c", "b"});  // one stays
   CHECK(removal_candidates(v, 5, 2) == std::vector<std::string>{"c"});
   CHECK(removal_candidates(v, -1, 1).empty());
+}
+
+TEST_CASE("Alg. 8 scale-down: a borrowed node without agents goes back after release_after") {
+  // boot node "a" (not lent), borrowed "b" with no agent
+  std::vector<ScalerNode> v{sn("a", 2, 0, 2), sn("b", 0, 0, 0)};
+  const std::vector<std::string> lent{"b"};
+  ReleaseConfig c;
+  c.after = 10;
+  ReleaseResult r = idle_release(v, lent, c, 100, {});
+  CHECK(r.node.empty());  // idle from now on
+  CHECK(r.state.idle_since.at("b") == 100);
+  r = idle_release(v, lent, c, 109.9, r.state);
+  CHECK(r.node.empty());
+  r = idle_release(v, lent, c, 110, r.state);
+  CHECK(r.node == "b");
+  CHECK(r.state.idle_since.count("b") == 0);
+  c.after = 0;  // disabled
+  CHECK(idle_release(v, lent, c, 1000, {{{"b", 0}}, {{"b", 0}}}).node.empty());
+  // boot nodes never go back, however idle
+  c.after = 10;
+  std::vector<ScalerNode> boot{sn("a", 0, 0, 0), sn("x", 0, 0, 0)};
+  CHECK(idle_release(boot, {}, c, 1000, {{{"a", 0}, {"x", 0}}, {{"a", 0}, {"x", 0}}}).node.empty());
+}
+
+TEST_CASE("Alg. 8 scale-down: busy nodes start over; low memory use counts as idle") {
+  std::vector<ScalerNode> v{sn("a", 2, 0, 2), sn("b", 5, 0, 1)};
+  const std::vector<std::string> lent{"b"};
+  ReleaseConfig c;
+  c.after = 10;
+  ReleaseResult r = idle_release(v, lent, c, 100, {{{"b", 50}}, {{"b", 1}}});
+  CHECK(r.node.empty());  // 50 % used, an agent: not idle, forgotten
+  CHECK(r.state.idle_since.count("b") == 0);
+  v[1] = sn("b", 0.5, 0, 1);  // 5 % used, below 10 %: idle though it holds an agent
+  r = idle_release(v, lent, c, 100, {{{"b", 80}}, {{"b", 1}}});
+  CHECK(r.node == "b");
+  v[1] = sn("b", 1.5, 0, 1);  // 15 %: not below
+  CHECK(idle_release(v, lent, c, 100, {{{"b", 80}}, {{"b", 1}}}).node.empty());
+  // idle without agents, then an application places one (nothing committed
+  // yet, 0 % used): the wait starts over
+  v[1] = sn("b", 0, 0, 0);
+  r = idle_release(v, lent, c, 100, {});
+  v[1] = sn("b", 0, 0, 1);
+  r = idle_release(v, lent, c, 109, r.state);
+  CHECK(r.node.empty());
+  CHECK(r.state.idle_since.at("b") == 109);
+  CHECK(idle_release(v, lent, c, 118, r.state).node.empty());
+  CHECK(idle_release(v, lent, c, 119, r.state).node == "b");
+}
+
+TEST_CASE("Alg. 8 scale-down: keeps min_nodes, never makes the scaler ask again, one per pass") {
+  ReleaseConfig c;
+  c.after = 1;
+  const ReleaseState old{{{"b", 0}, {"c", 0}}, {{"b", 0}, {"c", 0}}};
+  // boot node a holds 7.5 GiB of 10: without b, 7.5 of 10 stays under 80 %
+  std::vector<ScalerNode> v{sn("a", 7.5, 0, 4), sn("b", 0, 0, 0)};
+  CHECK(idle_release(v, {"b"}, c, 5, old).node == "b");
+  v[0] = sn("a", 8.5, 0, 4);  // 8.5 of the 10 that stay: above 80 %, the scaler would ask again
+  CHECK(idle_release(v, {"b"}, c, 5, old).node.empty());
+  c.min_nodes = 2;  // at the floor
+  v[0] = sn("a", 1, 0, 1);
+  CHECK(idle_release(v, {"b"}, c, 5, old).node.empty());
+  c.min_nodes = 1;
+  v[1].up = false;  // a down node is no candidate
+  CHECK(idle_release(v, {"b"}, c, 5, old).node.empty());
+  // two due: the one with most free memory first, then fewest agents, one per pass
+  std::vector<ScalerNode> w{sn("a", 1, 0, 1), sn("b", 0.5, 0, 2), sn("c", 0.5, 0, 1)};
+  ReleaseResult r = idle_release(w, {"b", "c"}, c, 5, {{{"b", 0}, {"c", 0}}, {{"b", 2}, {"c", 1}}});
+  CHECK(r.node == "c");
+  CHECK(r.state.idle_since.count("b") == 1);
 }
 
 TEST_CASE("iCheck's boot nodes count for max_nodes and the floor") {

@@ -38,6 +38,10 @@ struct Config {
   /// scheduler.icheck.status_timeout: seconds after the controller's last
   /// Status before the scheduler stops lending it nodes [John24 §7.3.1.1]
   double icheck_status_timeout = 30;
+  /// scheduler.icheck.reclaim_backoff, reclaim_backoff_max: seconds before
+  /// REMOVE_NODES asks again for a node the controller refused to give back,
+  /// doubling while it refuses for the same reason, up to the max.
+  double icheck_reclaim_backoff = 2, icheck_reclaim_backoff_max = 60;
   /// scheduler.slow_nodes: migration off slow nodes [HoG14 §5.5.1]
   /// (dynres/slow_nodes.hpp, dynres.yaml(5)).
   sched::SlowNodeConfig slow_nodes;

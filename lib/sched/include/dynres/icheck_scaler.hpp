@@ -3,6 +3,7 @@
 // of nodes to give back [John24 Alg. 9 lines 31-38]. No I/O, no clock: the
 // controller (icheckd) measures, this decides.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,5 +69,42 @@ ScalerResult proactive_scaler(const std::vector<ScalerNode>& nodes, const Scaler
 /// first, then fewest agents, then name — never leaving fewer than
 /// max(1, min_nodes) up nodes; down nodes are never chosen. Returns names.
 std::vector<std::string> removal_candidates(const std::vector<ScalerNode>& nodes, int count, int min_nodes);
+
+/// Alg. 8's scale-down side: when a borrowed node goes back on its own
+/// (icheck.yaml scheduler.release_below, release_after).
+struct ReleaseConfig {
+  double below = 0.10;  ///< used fraction under which a node counts as idle
+  double after = 60;    ///< s a node must stay idle before it goes back; <= 0: never
+  double lower = 0.80;  ///< the scaler's lower threshold: what stays must stay under it
+  int min_nodes = 1;    ///< up nodes iCheck keeps (boot nodes included)
+};
+
+/// When each borrowed node was first seen idle (seconds, the caller's clock),
+/// and with how many agents.
+struct ReleaseState {
+  std::map<std::string, double> idle_since;
+  std::map<std::string, int> agents;
+};
+
+struct ReleaseResult {
+  std::string node;    ///< the node to give back; empty: none this pass
+  ReleaseState state;  ///< for the next pass (the chosen node is dropped from it)
+};
+
+/// One pass of the scale-down side of Alg. 8 at time `now` (s). A node is a
+/// candidate only when it is up and in `lent` (borrowed from the batch
+/// pool: boot nodes never are). It is idle when it holds no agent (`agents`
+/// counts every agent holding memory there: up, retiring, prepared) or its
+/// used fraction (1 - avail/total) is below cfg.below; a node that stops
+/// being idle, or whose agent count changes (an application just placed
+/// agents there, not yet committed), starts over. A node idle for at least cfg.after seconds goes
+/// back — at most one per pass, most free memory first, then fewest agents,
+/// then name (Alg. 9 lines 32-33) — unless that would leave fewer than
+/// max(1, min_nodes) up nodes, or the bytes used on all up nodes would
+/// exceed `lower` of the total of the nodes that stay (the proactive pass
+/// would ask for a node again). cfg.after <= 0: nothing is released (the
+/// state is still kept). Never throws (except std::bad_alloc).
+ReleaseResult idle_release(const std::vector<ScalerNode>& nodes, const std::vector<std::string>& lent,
+                           const ReleaseConfig& cfg, double now, const ReleaseState& state);
 
 }  // namespace dynres::sched::icheck

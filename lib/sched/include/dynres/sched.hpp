@@ -173,6 +173,9 @@ struct IcheckNode {
   double total_mem = 0;   ///< bytes the agents may use on it
   double avail_mem = 0;   ///< bytes still free, in [0, total_mem]
   int agents = 0;         ///< agents running on it
+  /// The controller refused to give it back and the scheduler's back-off
+  /// has not expired (mjsched(8) ICHECK PROTOCOL): no reclaim candidate.
+  bool reclaim_wait = false;
 };
 
 /// The checkpoint service as the scheduler sees it. `present` false (no
@@ -259,6 +262,7 @@ struct Decision {
   /// `icheck_request_left` nodes of it stay pending (0: served or dropped).
   std::vector<int> icheck_grants;
   std::vector<int> icheck_reclaims;
+  int64_t icheck_reclaim_job = 0;  ///< the waiting job the reclaims are for
   int icheck_request_left = 0;
 };
 
@@ -503,7 +507,8 @@ struct PolicyConfig {
 ///     rest is dropped. With no HIGH request, when the highest-priority
 ///     waiting job the policy held could start on the idle nodes left plus
 ///     iCheck's reclaim candidates (free memory above icheck_reclaim_free of
-///     total), the fewest candidates that make up its need are reclaimed:
+///     total; not IcheckNode::reclaim_wait), the fewest candidates that make
+///     up its need are reclaimed (icheck_reclaim_job names that job):
 ///     most free memory first, then fewest agents, then lowest index
 ///     (Alg. 9 lines 32-33). The job starts in a later pass, once the
 ///     controller gave the nodes back.

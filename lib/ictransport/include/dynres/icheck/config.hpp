@@ -87,6 +87,11 @@ struct StaticConfig {
   double scaler_depletion_rate = 0;
   double scaler_bw_threshold = 0, scaler_cp_threshold = 0;
   int scaler_min_nodes = 0, scaler_max_nodes = 0;
+  /// Alg. 8's scale-down side: a borrowed node holding no agent, or whose
+  /// used fraction stays below release_below, for release_after s goes back
+  /// to the batch pool (0 = never); boot nodes never do.
+  double scaler_release_below = 0.10;
+  double scaler_release_after = 60;
   /// Agents of a resized (malleable) application [John24 §7.2, Alg. 7]
   /// (icheck.yaml "malleability:"): "ma-ra" keeps the agent count and re-maps
   /// the new processes (MR) or nodes (SHMR) round-robin onto it; "ma-ma"
