@@ -172,35 +172,15 @@ std::string address_host(const std::string& addr) {
 
 Socket listen_on(const std::string& addr, int backlog) {
   if (is_unix_address(addr)) {
-    // The path appears only once the socket listens: bound and listening
-    // under a temporary name beside it, then renamed into place (atomic,
-    // replacing a stale socket). A client that waits for the path and
-    // connects at once would otherwise meet the gap between bind and
-    // listen (ECONNREFUSED; seen under load). A path too long for the
-    // temporary name is bound directly, as before.
-    const auto sa = unix_sa(addr);
-    static std::atomic<unsigned> serial{0};
-    const std::string tmp =
-        addr + ".~" + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
-    const bool via_tmp = tmp.size() - 5 < sizeof(sa.sun_path);
-    auto bsa = via_tmp ? unix_sa(tmp) : sa;
-    if (!via_tmp) ::unlink(sa.sun_path);
+    auto sa = unix_sa(addr);
+    ::unlink(sa.sun_path);
     Socket s = new_socket(AF_UNIX, addr);
     mode_t old = ::umask(0077);
-    int r = ::bind(s.fd(), reinterpret_cast<sockaddr*>(&bsa), sizeof bsa);
+    int r = ::bind(s.fd(), reinterpret_cast<sockaddr*>(&sa), sizeof sa);
     ::umask(old);
     if (r != 0) throw ProtoError("bind " + addr + ": " + std::strerror(errno));
-    ::chmod(bsa.sun_path, 0600);
-    if (::listen(s.fd(), backlog) != 0) {
-      const int e = errno;
-      if (via_tmp) ::unlink(bsa.sun_path);
-      throw ProtoError("listen " + addr + ": " + std::strerror(e));
-    }
-    if (via_tmp && ::rename(bsa.sun_path, sa.sun_path) != 0) {
-      const int e = errno;
-      ::unlink(bsa.sun_path);
-      throw ProtoError("bind " + addr + ": " + std::strerror(e));
-    }
+    ::chmod(sa.sun_path, 0600);
+    if (::listen(s.fd(), backlog) != 0) throw ProtoError("listen " + addr + ": " + std::strerror(errno));
     return s;
   }
   AddrInfo res = resolve(addr, true);

@@ -72,7 +72,16 @@ struct Agent {
       }
       _exit(0);
     }
-    for (int i = 0; i < 500 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // ready once a connection is accepted: the socket file exists from
+    // bind() on, before listen() (a connect in that gap is refused)
+    for (int i = 0; i < 500; ++i) {
+      if (fs::exists(sock)) try {
+          connect_to(addr, 1000);
+          break;
+        } catch (const std::exception&) {
+        }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   bool alive() const { return ::kill(pid, 0) == 0 && ::waitpid(pid, nullptr, WNOHANG) == 0; }
   ~Agent() {

@@ -8,9 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -238,44 +236,6 @@ TEST_CASE("proto socket: Unix sockets are unchanged (no auth frame, SO_PEERCRED)
 
   // listen_on replaces a live socket file; listen_unix refuses it
   REQUIRE_THROWS_WITH(listen_unix(d.file("u.sock")), Contains("already in use"));
-}
-
-TEST_CASE("proto socket: a Unix socket path appears only when it accepts connections", "[proto][socket]") {
-  // A client that waits for the path and connects at once (tests, scripts,
-  // a daemon's supervisor) must never meet a bound socket that does not
-  // listen yet (ECONNREFUSED): a watcher thread connects the moment the
-  // path exists while listeners come and go.
-  dynres::test::TempDir d("proto");
-  const std::string path = d.file("w.sock"), addr = "unix:" + path;
-  std::atomic<bool> stop{false};
-  std::atomic<int> refused{0}, connected{0};
-  std::thread watcher([&] {
-    while (!stop) {
-      struct stat sb;
-      if (::stat(path.c_str(), &sb) != 0) continue;
-      try {
-        Socket c = connect_to(addr, 1000);
-        ++connected;
-      } catch (const ProtoError&) {
-        ++refused;  // the path existed but nobody listened
-      }
-      ::unlink(path.c_str());  // one connect per listener: wait for the next path
-    }
-  });
-  for (int i = 0; i < 300; ++i) {
-    Socket l = listen_on(addr);
-    // wait until the watcher connected (and removed the path), then close
-    for (int k = 0; k < 2000 && ::access(path.c_str(), F_OK) == 0; ++k)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  stop = true;
-  watcher.join();
-  CHECK(refused == 0);
-  CHECK(connected > 0);
-  // no temporary name is left beside the path
-  int entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(d.path)) (void)e, ++entries;
-  CHECK(entries == 0);
 }
 
 TEST_CASE("proto socket: ICHECK_TCP_AUTH=none accepts TCP clients with or without an auth frame",

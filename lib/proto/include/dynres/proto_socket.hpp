@@ -84,10 +84,8 @@ constexpr std::size_t kMaxAuthFrame = 8192;
 
 /// Listen on addr (backlog = pending connections). For "host:0" the kernel
 /// picks a port; bound_address() returns the effective address. A Unix socket
-/// is bound (mode 0600) and listening under a temporary name beside the path
-/// and then renamed onto it, so the path appears only when a connect to it
-/// succeeds (a live listener there is replaced; compare listen_unix); keep
-/// its directory at 0700.
+/// file is unlinked first (a live listener there is replaced; compare
+/// listen_unix) and chmod 0600 afterwards; keep its directory at 0700.
 /// TCP listeners use SO_REUSEADDR. Throws ProtoError (bad address, resolve,
 /// bind or listen failure).
 Socket listen_on(const std::string& addr, int backlog = 64);
