@@ -627,6 +627,11 @@ int main(int argc, char** argv) {
       if (P.rank == 0) printf("heat: fault injected after iteration %d: SIGKILL\n", iter_done);
       fflush(stdout);
       fflush(stderr);
+#ifdef HEAT_HAVE_MPI
+      /* every rank dies only once rank 0's line is written: a rank that died
+         first made mpiexec kill rank 0 before it printed (seen under load) */
+      if (P.mpi) MPI_Barrier(MPI_COMM_WORLD);
+#endif
       raise(SIGKILL);
     }
   }
