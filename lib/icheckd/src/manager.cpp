@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <list>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -368,23 +369,44 @@ class Manager {
     double last_op = 0;
     int n_agents = 0;
     used_bytes_ = 0;
+    // The agents are asked concurrently and without mu_: an agent busy
+    // with a commit may take up to its 2.5 s limit to answer, and asked
+    // one after the other under mu_, a few such agents held up this
+    // manager's starts, stops and flushes (they need mu_) for seconds.
+    std::vector<std::pair<std::string, std::string>> live;  // id, address
     {
       std::lock_guard<std::mutex> g(mu_);
-      for (auto& [id, a] : agents_) {
-        if (!a.alive) continue;
-        n_agents++;
-        try {
-          Socket s = connect_to(a.address, 500);
-          json st = request(s, {{"op", "stats"}}, 2000);
-          long long n = st.value("ncops", 0LL);
-          new_ops.push_back(n - a.ncops_reported);
-          a.ncops_reported = n;
-          sizes.push_back(st.value("bytes", 0.0));
-          times.push_back(st.value("seconds", 0.0));
-          last_op = std::max(last_op, st.value("last_op", 0.0));
-          used_bytes_ += st.value("mem_bytes", 0.0);
-        } catch (...) {
-        }
+      for (auto& [id, a] : agents_)
+        if (a.alive) live.emplace_back(id, a.address);
+    }
+    n_agents = int(live.size());
+    std::vector<json> stats(live.size());
+    {
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < live.size(); ++i)
+        th.emplace_back([&, i] {
+          try {
+            Socket s = connect_to(live[i].second, 500);
+            stats[i] = request(s, {{"op", "stats"}}, 2000);
+          } catch (...) {
+          }
+        });
+      for (auto& t : th) t.join();
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (size_t i = 0; i < live.size(); ++i) {
+        const json& st = stats[i];
+        if (!st.is_object()) continue;
+        auto it = agents_.find(live[i].first);
+        if (it == agents_.end()) continue;  // stopped meanwhile
+        long long n = st.value("ncops", 0LL);
+        new_ops.push_back(n - it->second.ncops_reported);
+        it->second.ncops_reported = n;
+        sizes.push_back(st.value("bytes", 0.0));
+        times.push_back(st.value("seconds", 0.0));
+        last_op = std::max(last_op, st.value("last_op", 0.0));
+        used_bytes_ += st.value("mem_bytes", 0.0);
       }
     }
     // the agents' pieces just counted, not those of the previous heartbeat
@@ -430,9 +452,49 @@ class Manager {
     return 71.0 + 5.0 * agents;
   }
 
+  /// The heartbeat thread only reaps agents and talks to the controller:
+  /// the §6.3 metrics are gathered on their own thread (metrics_loop) and
+  /// a heartbeat carries the newest ones, agents the controller gave up are
+  /// stopped on threads of their own, and heartbeats leave at a fixed rate
+  /// (one interval after the previous one was due, not after it was done).
+  /// Before, each heartbeat first asked every agent for its statistics (up
+  /// to 2.5 s each, one after the other) and a stop waited up to 60 s for
+  /// the agent, then the thread slept a whole interval: with several busy
+  /// agents on a loaded node the controller's window (heartbeat_interval x
+  /// heartbeat_misses) passed and the node was declared lost with every
+  /// agent's versions.
+  void metrics_loop(std::atomic<bool>* stop) {
+    while (!*stop) {
+      json m = metrics();
+      {
+        std::lock_guard<std::mutex> g(last_metrics_mu_);
+        last_metrics_ = std::move(m);
+      }
+      for (int i = 0; i < int(cfg_.heartbeat_interval * 10) && !*stop; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
   void heartbeat_loop(std::atomic<bool>* stop) {
     size_t cur = 0;
+    {
+      json m = metrics();  // the first heartbeat already carries them (placement reads avail_mem)
+      std::lock_guard<std::mutex> g(last_metrics_mu_);
+      last_metrics_ = std::move(m);
+    }
+    std::thread mt([&] { metrics_loop(stop); });
+    struct Stopper {
+      std::thread t;
+      std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::list<Stopper> stoppers;
+    const auto period = std::chrono::milliseconds(std::max(1, int(cfg_.heartbeat_interval * 1000)));
+    auto due = std::chrono::steady_clock::now();
     while (!*stop) {
+      due += period;
+      for (auto it = stoppers.begin(); it != stoppers.end();)
+        if (*it->done) it->t.join(), it = stoppers.erase(it);
+        else ++it;
       std::vector<std::string> dead, live;
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -448,7 +510,7 @@ class Manager {
       }
       // epoch 0 = "register me": the controller answers with this manager's
       // incarnation number; a newer one on the same node supersedes us (§6.5.2).
-      json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", metrics()},
+      json msg = {{"op", "heartbeat"}, {"node", opt_.node}, {"address", addr_}, {"metrics", latest_metrics()},
                   {"dead_agents", dead}, {"agents", live}, {"epoch", epoch_.load()}, {"pid", ::getpid()}, {"host", hostname()}};
       bool sent = false;
       for (size_t k = 0; k < cfg_.controllers.size() && !sent && !*stop; ++k) {
@@ -477,7 +539,12 @@ class Manager {
             if (id.is_string()) {
               std::fprintf(stderr, "icheckd manager %s: stopping agent %s (the controller no longer uses it)\n",
                            opt_.node.c_str(), id.get<std::string>().c_str());
-              stop_agent(id.get<std::string>(), false);
+              auto done = std::make_shared<std::atomic<bool>>(false);
+              stoppers.push_back({std::thread([this, done, aid = id.get<std::string>()] {
+                                    stop_agent(aid, false);
+                                    *done = true;
+                                  }),
+                                  done});
             }
         } catch (...) {
         }
@@ -486,9 +553,14 @@ class Manager {
         std::lock_guard<std::mutex> g(mu_);
         for (auto& d : dead) agents_[d].alive = true, agents_[d].pid = -1;
       }
-      for (int i = 0; i < int(cfg_.heartbeat_interval * 10) && !*stop; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // a heartbeat that took longer than the period: the next one leaves now
+      due = std::max(due, std::chrono::steady_clock::now());
+      while (!*stop && std::chrono::steady_clock::now() < due)
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(100), due - std::chrono::steady_clock::now()));
     }
+    mt.join();
+    for (auto& st : stoppers) st.t.join();
     // stopping the manager (icheck-down, or superseded) stops its agents: no agent outlives it
     std::vector<pid_t> pids;
     {
@@ -504,6 +576,12 @@ class Manager {
   std::string addr_;
   std::mutex mu_;
   std::mutex metrics_mu_;  ///< serialises metrics() (taken before mu_)
+  std::mutex last_metrics_mu_;
+  json last_metrics_ = json::object();  ///< newest metrics() of metrics_loop, sent with each heartbeat
+  json latest_metrics() {
+    std::lock_guard<std::mutex> g(last_metrics_mu_);
+    return last_metrics_;
+  }
   std::map<std::string, AgentProc> agents_;
   long long ncops_ = 0;
   double last_t_ = 0, last_avail_ = 0, last_op_ = 0, used_bytes_ = 0, rapl_uj_ = 0, rapl_t_ = 0;
