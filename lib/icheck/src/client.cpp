@@ -63,6 +63,8 @@ int Client::init(const char* config, const char* app_name, const void* comm, int
   if (reply["mode"] == "rdma" && s.connect_agents(reply["agents"])) {
     s.mode = "rdma";
     s.add_readers(reply);
+  } else if (reply["mode"] == "rdma" && !s.slow_agents.empty()) {
+    s.slow_reply = reply;  // alive but slow: the first probes try them again
   } else if (reply["mode"] == "rdma")
     s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
   const int64_t acknowledged = s.version;  // newest version the controller recorded as committed
@@ -314,7 +316,7 @@ int Client::probe(const icheck_hints* hints) {
         reply = s.ctl({{"op", "probe"}, {"app_id", s.app_id}, {"tsync", t},
                        {"nodes", hints && hints->num_nodes ? hints->num_nodes : s.comm.nodes()},
                        {"procs", hints && hints->num_procs ? hints->num_procs : s.comm.size()},
-                       {"failed", s.mode != "rdma"}},
+                       {"failed", s.mode != "rdma" && s.slow_agents.empty()}},
                       s.cfg.request_timeout_ms);
       }
     } catch (const std::exception& e) {
@@ -326,16 +328,21 @@ int Client::probe(const icheck_hints* hints) {
   if (reply.contains("app_id")) s.app_id = reply["app_id"];
   if (reply.contains("app_token") && reply["app_token"].is_string()) s.app_token = reply["app_token"];
   if (reply.contains("params")) s.apply_params(reply["params"]);  // dynamic config changes (Listing 6.2)
-  if (!reply.value("changed", false)) return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
+  if (!reply.value("changed", false) && (s.mode == "rdma" || s.slow_agents.empty()))
+    return reply.value("unreachable", false) ? ICHECK_ECONTROLLER : ICHECK_OK;
+  if (!reply.value("changed", false))  // the same agents, once more
+    reply = s.slow_reply.is_object() ? s.slow_reply : json{{"agents", s.slow_agents}};
   s.agent.reset();
   s.extra.clear();
   if (s.connect_agents(reply["agents"])) {
     s.mode = "rdma";
     s.add_readers(reply);
+    s.slow_reply = json();
     return ICHECK_OK;
   }
   s.mode = "direct";
-  s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
+  if (!s.slow_agents.empty()) s.slow_reply = reply;
+  else s.ctl_quiet({{"op", "agent_failed"}, {"app_id", s.app_id}, {"error", s.last_error}});
   return ICHECK_EAGENT;
 }
 

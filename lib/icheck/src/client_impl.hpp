@@ -178,7 +178,20 @@ class ClientImpl {
   std::string choose_provider(const std::string& agent_addr, const std::string& host);
   void ensure_fabric(const std::string& prov);
   /// Collective: connect every rank to its agent. true when all succeeded.
+  /// When it fails only because agents were slow to answer (every failing
+  /// rank timed out: none was refused or found its agent gone), the list is
+  /// kept in slow_agents, at most kMaxSlowConnects times in a row.
   bool connect_agents(const json& list);
+  /// Agents alive but slow to answer the hello (a new agent loads libfabric
+  /// and opens its endpoint first: 8-25 s on a loaded 2-core node): the
+  /// controller is not told they failed, since it would replace them by new
+  /// agents that start just as slowly (and the application, told to
+  /// reconnect at every probe, never caught one ready); the next probes try
+  /// them again. The same on every rank (from collective verdicts).
+  json slow_agents = json::array();
+  json slow_reply;        ///< the reply that named slow_agents (its "readers")
+  int slow_connects = 0;  ///< connect_agents that failed only by timeouts, in a row
+  static constexpr int kMaxSlowConnects = 3;
   /// The register request (with the batch job id, MJ_JOB_ID, when set).
   json register_msg() const;
   /// Append the reply's "readers" (agents retired by an MA-MA shrink that

@@ -41,7 +41,7 @@ std::unique_ptr<AgentLink> ClientImpl::open_link(const json& a, int idx, bool ke
 }
 
 bool ClientImpl::connect_agents(const json& list) {
-  bool ok = true;
+  bool ok = true, slow = false;
   agent.reset();
   extra.clear();
   try {
@@ -68,10 +68,20 @@ bool ClientImpl::connect_agents(const json& list) {
   } catch (const std::exception& e) {
     last_error = e.what();
     ok = false;
+    const std::string w = e.what();
+    slow = w.find("timeout") != std::string::npos || w.find("timed out") != std::string::npos;
   }
+  const bool only_slow = comm.all(ok || slow);  // no rank failed for another reason
   ok = comm.all(ok);
   if (!ok) agent.reset();
   agent_list = ok ? list : json::array();
+  if (!ok && only_slow && ++slow_connects <= kMaxSlowConnects) {
+    slow_agents = list;
+  } else {
+    slow_agents = json::array();
+    slow_reply = json();
+    slow_connects = 0;
+  }
   return ok;
 }
 
