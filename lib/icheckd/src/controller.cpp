@@ -204,6 +204,15 @@ json Controller::handle(const json& m, long uid) {
     throw std::runtime_error("perm: only the iCheck managers (uid " + std::to_string(::geteuid()) +
                              ") may send heartbeat");
   }
+  if (op == "heartbeat") {  // from the service (checked above): noted before it waits for mu_
+    auto nd = m.find("node");
+    auto ep = m.find("epoch");
+    if (nd != m.end() && nd->is_string() && ep != m.end() && ep->is_number_integer() && ep->get<int64_t>() > 0) {
+      std::lock_guard<std::mutex> ag(arrived_mu_);
+      if (arrived_.size() < 65536 || arrived_.count(nd->get<std::string>()))
+        arrived_[nd->get<std::string>()] = {wall(), ep->get<int64_t>()};
+    }
+  }
   std::unique_lock<std::mutex> g(mu_);
   tl_lock_ = &g;  // network calls of this request release it (unlocked())
   struct Clear {

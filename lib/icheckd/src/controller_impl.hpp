@@ -145,7 +145,9 @@ class Controller {
   /// whose command failed, or whose manager sent no heartbeat within that
   /// window, is retried or ends with the node down; a node up for
   /// manager_relaunch_reset s gets its relaunch attempts back.
-  void check_nodes();
+  /// may_lose = false: this round only relaunches and resets, no node is
+  /// declared lost (the monitor itself ran late, see monitor()).
+  void check_nodes(bool may_lose = true);
 
   /// A relaunch attempt of node n timed out: SIGKILL the process group of its
   /// launch command (its own session), so that a hung launcher or a manager
@@ -377,6 +379,12 @@ class Controller {
   static inline thread_local std::unique_lock<std::mutex>* tl_lock_ = nullptr;  ///< lock held by this request thread
   std::set<int64_t> busy_apps_;     ///< applications with an agent change in progress (under mu_)
   std::condition_variable busy_cv_;
+  /// Heartbeats received but perhaps not yet served (they wait for mu_):
+  /// node -> {arrival, wall s; the manager's epoch}. check_nodes never
+  /// declares a node lost whose current manager's heartbeat arrived within
+  /// the window: a heartbeat queued behind a slow request is no missed one.
+  std::mutex arrived_mu_;
+  std::map<std::string, std::pair<double, int64_t>> arrived_;
   std::mutex peers_mu_;
   std::map<std::string, int> authenticating_;  ///< connections authenticating, per TCP peer host (peers_mu_)
   std::map<long, int> per_uid_;                ///< connections served, per non-service uid (peers_mu_)
