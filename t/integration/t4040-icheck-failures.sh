@@ -22,7 +22,7 @@ stop_icheck() {
 t_on_exit stop_icheck
 T="timeout 60"
 result() { grep '^RESULT' "$1" | awk '{print $2}'; }
-boot() { timeout 30 "$SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-standby n1 >/dev/null || fail boot; }
+boot() { timeout 30 "$SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-standby n1 >/dev/null || t_fatal boot; }
 agent_pid() { pgrep -f "icagent --listen unix:$W/icheck/agent-.* --app $1 " | head -1; }
 ref() { # app n iters every -> reference result of an uninterrupted direct run
   printf 'direct: true\npfs_dir: %s/ref\n' "$W" >"$W/direct.yaml"
@@ -32,14 +32,43 @@ ref() { # app n iters every -> reference result of an uninterrupted direct run
 boot
 export ICHECK_CONFIG=$W/icheck.yaml
 
-# (e) agent killed while the application commits every iteration
+# wait_progress PID OUT STALL — wait for the application PID (`timeout`
+# around ictest) writing OUT; when OUT gains no line for STALL seconds the
+# application hangs: its threads' stacks and the daemons' logs are shown
+# and the wait fails at once (returns 2) instead of at the 60 s timeout.
+wait_progress() {
+  local pid=$1 out=$2 stall=$3 n last=-1 since=$SECONDS app
+  while pid_alive "$pid"; do
+    n=$(wc -l <"$out")
+    if [[ $n != "$last" ]]; then
+      last=$n since=$SECONDS
+    elif ((SECONDS - since >= stall)); then
+      t_log "no output for $stall s after: $(tail -1 "$out")"
+      app=$(pgrep -P "$pid" -x ictest || echo "$pid")
+      if command -v gdb >/dev/null; then
+        gdb -p "$app" -batch -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)' | head -80 >&2
+      fi
+      tail -n 5 "$W"/icheck/controller.log "$W"/icheck/manager-n1.log >&2
+      return 2
+    fi
+    sleep 0.2
+  done
+  wait "$pid"
+}
+
+# (e) agent killed while the application commits every iteration. It must
+# go on at once: every line of its output follows the previous one within
+# 25 s (a fallback, a probe that starts a new agent and its hello take a
+# few seconds even beside other tests).
 R=$(ref kill 1000000 40 1)
-$T ictest kill 1000000 40 1 --sleep-ms 50 --probe 30 >"$W/e.out" 2>"$W/e.err" &
+ICHECK_DEBUG=1 $T ictest kill 1000000 40 1 --sleep-ms 50 --probe 30 >"$W/e.out" 2>"$W/e.err" &
 APP_PID=$!
 for _ in $(seq 50); do grep -q "COMMIT 3 " "$W/e.out" 2>/dev/null && break; sleep 0.1; done
 AP=$(agent_pid kill); [ -n "$AP" ] || t_fatal "no agent for app kill"
 kill -9 "$AP"
-wait "$APP_PID" || t_fatal "application died with its agent: $(cat $W/e.err)"; APP_PID=""
+wait_progress "$APP_PID" "$W/e.out" 25 ||
+  t_fatal "application died or hung with its agent (exit $?): $(tail -3 "$W/e.out") $(cat "$W/e.err")"
+APP_PID=""
 grep -q " direct 0$" "$W/e.out" || t_fatal "no direct fallback: $(cat $W/e.out)"
 grep -q "PROBE 30 rdma 0" "$W/e.out" || t_fatal "no return to RDMA after the probe: $(tail -5 $W/e.out)"
 grep -q "COMMIT 40 40 rdma 0" "$W/e.out" || t_fatal "not back on agents at the end: $(tail -3 $W/e.out)"
