@@ -7,9 +7,9 @@
 #      libfabric's dependencies before main (libinfinipath's pins itself to
 #      CPU 0 and calibrates its clock with sleeps: sched_setaffinity);
 #      an agent starts libfabric when it starts, before any application's
-#      first "hello" (which the library waits for only 10 s: two iCheck
-#      applications starting at once timed out in it and fell back to
-#      direct writes); an agent whose pid a dead iCheck process had (its
+#      first "hello" (which the library waits for hello_timeout_ms; two
+#      iCheck applications starting at once exceeded the 10 s it once was
+#      and fell back to direct writes); an agent whose pid a dead iCheck process had (its
 #      libfabric shm region file left in /dev/shm) still serves (it refused
 #      every hello: "fi_enable(ep_): Device or resource busy");
 #   2. a rank that reaches a commit before a slower one (skewed by 1.5 s)

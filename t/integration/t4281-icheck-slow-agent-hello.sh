@@ -23,9 +23,7 @@ show_logs() { for f in "$W"/icheck/controller.log "$W"/icheck/manager-n1.log; do
 t_on_fail show_logs
 timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 3 --no-standby n1 \
   >/dev/null || t_fatal "icheck-boot failed"
-# hello timeout = connect_timeout_ms x 10 = 3 s
-sed -i 's/^connect_timeout_ms:.*/connect_timeout_ms: 300/' "$W/icheck.yaml"
-grep -q '^connect_timeout_ms: 300$' "$W/icheck.yaml" || echo 'connect_timeout_ms: 300' >>"$W/icheck.yaml"
+echo 'hello_timeout_ms: 3000' >>"$W/icheck.yaml"
 export ICHECK_CONFIG=$W/icheck.yaml
 sqw() { sqlite3 -batch -cmd '.timeout 5000' "$W/state.db" "$1"; }
 agents_of() { sqw "SELECT a.$1 FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'slow' ${2:+AND a.state = '$2'}"; }

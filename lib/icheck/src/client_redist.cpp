@@ -17,7 +17,7 @@ AgentLink& ClientImpl::link_to(int idx, bool second) {
   json r = request(n->sock,
                    {{"op", "hello"}, {"app", app}, {"uid", uid}, {"reader", true},
                     {"provider", fab->provider()}, {"addr", fab->address_hex()}},
-                   cfg.connect_timeout_ms * 10);
+                   cfg.hello_timeout_ms);
   n->peer = fab->add_peer(r.at("addr"));
   l = std::move(n);
   return *l;

@@ -59,7 +59,7 @@ bool ClientImpl::connect_agents(const json& list) {
                       {"nagents", std::min(m, nslots)}, {"agent_index", idx}, {"nranks", comm.size()},
                       {"peers", peers}, {"provider", fab->provider()},
                       {"addr", fab->address_hex()}},
-                     cfg.connect_timeout_ms * 10);
+                     cfg.hello_timeout_ms);
     l->peer = fab->add_peer(r.at("addr"));
     l->versions = r.value("versions", json::array());
     l->app_versions = r.value("app_versions", json::array());

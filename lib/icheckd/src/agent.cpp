@@ -107,7 +107,7 @@ class Agent {
     // twice: ~0.4 s of CPU alone, 8-25 s while two applications' ranks and
     // agents start at once on 2 cores) begins now, in the background, not
     // inside the first "hello", which the library waits for only
-    // connect_timeout_ms x 10 before it falls back to direct writes
+    // hello_timeout_ms before it falls back to direct writes
     prepare_fabric();
     Socket l = listen_on(opt_.listen);
     std::string addr = bound_address(l, opt_.listen);

@@ -126,6 +126,7 @@ StaticConfig load_static(const std::string& path) {
       get(n, "connect_retries", c.connect_retries);
       get(n, "connect_timeout_ms", c.connect_timeout_ms);
       get(n, "request_timeout_ms", c.request_timeout_ms);
+      get(n, "hello_timeout_ms", c.hello_timeout_ms);
       get(n, "direct", c.direct);
       if (auto sc = n["scheduler"]) {
         get(sc, "socket", c.scheduler_socket);
@@ -157,6 +158,9 @@ StaticConfig load_static(const std::string& path) {
     if (c.manager_relaunch_attempts < 0)
       throw std::runtime_error(path + ": manager_relaunch_attempts must be >= 0, got " +
                                std::to_string(c.manager_relaunch_attempts));
+    if (c.hello_timeout_ms < 1 || c.hello_timeout_ms > 600000)
+      throw std::runtime_error(path + ": hello_timeout_ms must be in [1, 600000] ms, got " +
+                               std::to_string(c.hello_timeout_ms));
     if (c.heartbeat_interval <= 0 || c.heartbeat_misses < 1)
       throw std::runtime_error(path + ": heartbeat_interval must be > 0 and heartbeat_misses >= 1");
     if (!(c.status_interval > 0 && c.status_interval <= 3600) || !(c.scaler_interval > 0 && c.scaler_interval <= 3600))

@@ -30,8 +30,9 @@ TEST_CASE("config: static and dynamic files", "[config]") {
   std::ofstream(d.p / "dyn.yaml") << "factor: 3\ninit_agent_count: num_nodes\ndistribution: fill\nread_interval: 7\n";
   std::ofstream(d.p / "s.yaml") << "controller: unix:run/c.sock\ncontroller_standby: 127.0.0.1:7777\n"
                                    "heartbeat_interval: 2\npfs_dir: pfs\ndynamic_config: dyn.yaml\n"
-                                   "transport: {provider: shm}\n";
+                                   "transport: {provider: shm}\nhello_timeout_ms: 4500\n";
   auto c = load_static((d.p / "s.yaml").string());
+  CHECK(c.hello_timeout_ms == 4500);
   REQUIRE(c.controllers.size() == 2);
   CHECK(c.controllers[0] == "unix:" + (d.p / "run/c.sock").string());
   CHECK(c.controllers[1] == "127.0.0.1:7777");
@@ -44,6 +45,10 @@ TEST_CASE("config: static and dynamic files", "[config]") {
   CHECK(c.dyn.read_interval == 7);
   std::ofstream(d.p / "bad.yaml") << "heartbeat_interval: [oops\n";
   CHECK_THROWS(load_static((d.p / "bad.yaml").string()));
+  std::ofstream(d.p / "h0.yaml") << "hello_timeout_ms: 0\n";
+  CHECK_THROWS_WITH(load_static((d.p / "h0.yaml").string()), Catch::Contains("hello_timeout_ms"));
+  std::ofstream(d.p / "ok.yaml") << "heartbeat_interval: 1\n";
+  CHECK(load_static((d.p / "ok.yaml").string()).hello_timeout_ms == 30000);
 }
 
 TEST_CASE("client: bad calls return error codes, data survives", "[client]") {

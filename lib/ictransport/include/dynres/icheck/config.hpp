@@ -71,6 +71,13 @@ struct StaticConfig {
   int connect_retries = 3;                ///< attempts per controller at icheck_init
   int connect_timeout_ms = 1000;          ///< per attempt
   int request_timeout_ms = 60000;         ///< controller request timeout (starting agents)
+  /// How long a process waits for its agent's answer to "hello", ms: a new
+  /// agent loads libfabric and opens its endpoint first (0.5 s on an idle
+  /// core, 8-25 s on a loaded 2-core node). A dead agent is noticed at once
+  /// (connection refused or closed); only an agent alive but not answering
+  /// costs this wait, after which the process writes directly (and its
+  /// probes try the agent again).
+  int hello_timeout_ms = 30000;
   std::vector<std::string> agents;        ///< optional: fixed agent addresses (no controller)
   bool direct = false;                    ///< force direct second-level writes (no agents)
   DynamicConfig dyn;                      ///< the dynamic file's values at load time
