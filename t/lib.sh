@@ -368,6 +368,36 @@ PY
   }
 }
 
+# icheck_service HOME ARGS... — a private iCheck service (icheck-boot --home
+# HOME ARGS) for this test, stopped at exit, after the processes listed in
+# T_ICHECK_STOPPED (SIGSTOPped by the test) are resumed; its controller and
+# manager logs are shown on failure. Exports ICHECK_CONFIG and defines
+# `icsql SQL` (a query of the service's state file).
+T_ICHECK_STOPPED=()
+icheck_service() {
+  T_ICHECK_HOME=$1
+  shift
+  mkdir -p "$T_ICHECK_HOME" && chmod 700 "$T_ICHECK_HOME"
+  unset ICHECK_CONFIG ICHECK_TRANSFER ICHECK_TCP_AUTH
+  t_on_exit _t_icheck_down
+  t_on_fail _t_icheck_logs
+  timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$T_ICHECK_HOME" "$@" >/dev/null ||
+    t_fatal "icheck-boot $* failed"
+  export ICHECK_CONFIG=$T_ICHECK_HOME/icheck.yaml
+  icsql() { sqlite3 -batch -cmd '.timeout 5000' "$T_ICHECK_HOME/state.db" "$1"; }
+}
+_t_icheck_down() {
+  local p
+  for p in "${T_ICHECK_STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done
+  "$DYNRES_SRC/share/dynres/icheck-down" --home "$T_ICHECK_HOME" >/dev/null 2>&1
+}
+_t_icheck_logs() {
+  local f
+  for f in "$T_ICHECK_HOME"/icheck/controller.log "$T_ICHECK_HOME"/icheck/manager-*.log; do
+    [[ -f $f ]] && { echo "== $f"; tail -8 "$f"; }
+  done >&2
+}
+
 # state_digest DIR — checksum of the whole logical content of the state file.
 state_digest() { sqlite3 -batch -cmd '.timeout 10000' "$1/state.db" .dump | md5sum | cut -d' ' -f1; }
 

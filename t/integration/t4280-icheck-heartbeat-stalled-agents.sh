@@ -10,19 +10,9 @@
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
 t_require icheckd icagent ictest sqlite3
-unset ICHECK_CONFIG ICHECK_TRANSFER ICHECK_TCP_AUTH
 W=$T_TMP/home
-mkdir -p "$W" && chmod 700 "$W"
-STOPPED=()
-resume() { local p; for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null; done; STOPPED=(); }
-down() { resume; "$DYNRES_SRC/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1; }
-t_on_exit down
-show_logs() { for f in "$W"/icheck/controller.log "$W"/icheck/manager-n1.log; do echo "== $f"; tail -8 "$f"; done >&2; }
-t_on_fail show_logs
-timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-relaunch --no-standby n1 \
-  >/dev/null || t_fatal "icheck-boot failed"
-export ICHECK_CONFIG=$W/icheck.yaml
-sqw() { sqlite3 -batch -cmd '.timeout 5000' "$W/state.db" "$1"; }
+icheck_service "$W" --heartbeat 1 --misses 2 --no-relaunch --no-standby n1
+sqw() { icsql "$1"; }
 
 for a in s1 s2 s3; do
   t_run timeout 60 ictest "$a" 20000 5 5 --persist
@@ -34,7 +24,7 @@ assert_eq 3 "${#PIDS[@]}" "three agents up"
 pids_alive "${PIDS[@]}" || t_fatal "agent processes ${PIDS[*]} not all alive"
 
 kill -STOP "${PIDS[@]}"
-STOPPED=("${PIDS[@]}")
+T_ICHECK_STOPPED=("${PIDS[@]}")
 worst=0
 for _ in $(seq 16); do
   sleep 0.5
@@ -45,7 +35,8 @@ assert_le "$worst" 2.0 "n1's heartbeat stayed within the 2 s window while its ag
 assert_eq up "$(sqw "SELECT state FROM icheck_nodes WHERE node = 'n1'")" "n1 is up"
 assert_eq 3 "$(sqw "SELECT COUNT(*) FROM icheck_agents WHERE state = 'up'")" "the stalled agents are still counted on"
 assert_not_contains "$(cat "$W/icheck/controller.log")" "manager lost" "no manager was declared lost"
-resume
+kill -CONT "${PIDS[@]}"
+T_ICHECK_STOPPED=()
 
 t_run timeout 60 ictest s1 20000 10 5 --persist
 assert_contains "$T_OUT" "STATUS restart" "s1 restarts (stderr: $T_ERR)"

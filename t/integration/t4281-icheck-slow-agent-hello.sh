@@ -10,22 +10,10 @@
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
 t_require icheckd icagent ictest sqlite3
-unset ICHECK_CONFIG ICHECK_TRANSFER ICHECK_TCP_AUTH
 W=$T_TMP/home
-mkdir -p "$W" && chmod 700 "$W"
-APID=""
-down() {
-  [[ -n $APID ]] && kill -CONT "$APID" 2>/dev/null
-  "$DYNRES_SRC/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1
-}
-t_on_exit down
-show_logs() { for f in "$W"/icheck/controller.log "$W"/icheck/manager-n1.log; do echo "== $f"; tail -8 "$f"; done >&2; }
-t_on_fail show_logs
-timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 3 --no-standby n1 \
-  >/dev/null || t_fatal "icheck-boot failed"
+icheck_service "$W" --heartbeat 1 --misses 3 --no-standby n1
 echo 'hello_timeout_ms: 3000' >>"$W/icheck.yaml"
-export ICHECK_CONFIG=$W/icheck.yaml
-sqw() { sqlite3 -batch -cmd '.timeout 5000' "$W/state.db" "$1"; }
+sqw() { icsql "$1"; }
 agents_of() { sqw "SELECT a.$1 FROM icheck_agents a JOIN icheck_apps p ON p.id = a.app_id WHERE p.name = 'slow' ${2:+AND a.state = '$2'}"; }
 
 t_run timeout 60 ictest slow 20000 5 5 --persist
@@ -35,6 +23,7 @@ AID=$(agents_of id up)
 [[ -n $APID ]] && pid_alive "$APID" || t_fatal "no live agent (pid '$APID')"
 
 kill -STOP "$APID"
+T_ICHECK_STOPPED=("$APID")
 timeout 60 ictest slow 20000 60 1 --sleep-ms 100 --persist >"$T_TMP/out" 2>"$T_TMP/err" &
 APP=$!
 bg_register "$APP"

@@ -11,23 +11,12 @@
 . "${DYNRES_SRC:-$(dirname "$0")/../..}/t/lib.sh"
 t_begin 90
 t_require icheckd icagent ictest sqlite3
-unset ICHECK_CONFIG ICHECK_TRANSFER ICHECK_TCP_AUTH
 W=$T_TMP/home
-mkdir -p "$W" && chmod 700 "$W"
-CPID=""
-down() {
-  [[ -n $CPID ]] && kill -CONT "$CPID" 2>/dev/null
-  "$DYNRES_SRC/share/dynres/icheck-down" --home "$W" >/dev/null 2>&1
-}
-t_on_exit down
-show_logs() { for f in "$W"/icheck/controller.log; do echo "== $f"; tail -8 "$f"; done >&2; }
-t_on_fail show_logs
-timeout 30 "$DYNRES_SRC/share/dynres/icheck-boot" --home "$W" --heartbeat 1 --misses 2 --no-relaunch --no-standby n1 n2 \
-  >/dev/null || t_fatal "icheck-boot failed"
-export ICHECK_CONFIG=$W/icheck.yaml
-sqw() { sqlite3 -batch -cmd '.timeout 5000' "$W/state.db" "$1"; }
+icheck_service "$W" --heartbeat 1 --misses 2 --no-relaunch --no-standby n1 n2
+sqw() { icsql "$1"; }
 CPID=$(awk '$1 == "controller" {print $2}' "$W/icheck/pids" | tail -1)
 pid_alive "$CPID" || t_fatal "no controller pid"
+T_ICHECK_STOPPED=("$CPID")  # resumed at exit
 
 t_run timeout 60 ictest st 20000 5 5 --persist
 assert_contains "$T_OUT" "FINAL 1 rdma" "st committed through its agent (stderr: $T_ERR)"
