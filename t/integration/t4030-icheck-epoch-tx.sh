@@ -32,17 +32,25 @@ CPID=$(pid_of controller)
 MPID=$(pid_of manager-n1)
 [[ -n $CPID && -n $MPID ]] || t_fatal "no controller/manager pid in $W/icheck/pids"
 
-kill -STOP "$MPID"; STOPPED+=("$MPID")
-python3 - "$W/icheck/controller.sock" >"$W/reg.out" 2>&1 <<'EOF' &
-import json, os, socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(50); s.connect(sys.argv[1])
+# The registration is sent the moment the manager stalls ("go"), not after
+# python's start: beside other tests that took longer than the 2 s window,
+# the node was lost first and the primary answered "no checkpoint node is up".
+python3 - "$W/icheck/controller.sock" "$W/go" "$W/ready" >"$W/reg.out" 2>&1 <<'EOF' &
+import json, os, socket, struct, sys, time
 b = json.dumps({"op": "register", "app": "stale", "uid": os.getuid(), "nodes": 1, "procs": 1}).encode()
+open(sys.argv[3], "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.005)
+s = socket.socket(socket.AF_UNIX); s.settimeout(50); s.connect(sys.argv[1])
 s.sendall(struct.pack(">I", len(b)) + b)
 h = s.recv(4, socket.MSG_WAITALL)
 print(s.recv(struct.unpack(">I", h)[0], socket.MSG_WAITALL).decode() if len(h) == 4 else "EOF")
 EOF
 REG=$!
 bg_register "$REG"
+wait_for 20 "the registering client is up" test -e "$W/ready" || t_fatal "python did not start: $(cat "$W/reg.out")"
+kill -STOP "$MPID"; STOPPED+=("$MPID")
+touch "$W/go"
 app_known() { [[ $(sqw "SELECT COUNT(*) FROM icheck_apps WHERE name = 'stale'") == 1 ]]; }
 wait_for 10 "the primary registered the application and waits for the manager" app_known ||
   t_fatal "registration not recorded: $(cat "$W/reg.out")"
