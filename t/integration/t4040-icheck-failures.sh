@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 25
 # iCheck failure handling [John24 §6.5]: agent killed during commits ->
 # direct writes, back to RDMA after a probe; every agent gone + restart ->
 # restore from the second level; corrupted second-level file -> refused,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 35
 # iCheck manager failure [John24 §6.5.2-6.5.3]: "The controller tries to
 # relaunch the manager, and if it fails, it indicates that the node is down."
 #   (a) manager SIGKILLed while an application commits -> the controller

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-cost: 40
 # A restart-based resize of an MPI job reads the checkpoint from the agents'
 # memory, never from or through files [John24 §7.4.4]: heat --malleable
 # (share/dynres/examples/heat/heat-malleable.sh, one rank per node) on a

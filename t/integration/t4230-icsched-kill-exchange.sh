@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # SIGKILL in the middle of the iCheck <-> scheduler exchange [John24 §7.3.1]:
 # 5 local nodes, n5 iCheck's boot node (max_nodes 2: one borrowed node at a
 # time), favour icheck, a synth application committing versions to an agent
