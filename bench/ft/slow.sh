@@ -97,7 +97,7 @@ for rep in $(seq "$REPS"); do
     id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh) || die "mjsub failed"
     for _ in $(seq 600); do [[ $(q "$C" "SELECT phase FROM mj_jobs WHERE job_id=$id") == accepting ]] && break; sleep 0.1; done
     t0=""
-    if [[ $mode != plain ]]; then
+    if [[ $mode == stay || $mode == migrate ]]; then
       sleep "$AFTER"
       vcluster-throttle --dir "$C" n2 "$PCT" >/dev/null || echo "# throttle failed ($mode $rep)" >&2
       t0=$(date +%s.%N)
