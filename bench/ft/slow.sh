@@ -12,7 +12,8 @@
 #   plain     unthrottled, migration on (the same-run baseline; must not migrate)
 #   loaded    unthrottled, migration on, with `stress-ng --cpu 2` (nice 19)
 #             loading the whole machine meanwhile: every rank gets less CPU
-#             alike, so no node may be found slow (must not migrate)
+#             alike, so no node may be found slow (must not migrate); runs
+#             --loaded-iters iterations (longer: more windows to err in)
 #   stay      throttled, migration off (the job stays on the slow node)
 #   migrate   throttled, migration on (swapped onto the idle node)
 # Per run: runtime_s (start -> end), detect_s (throttle -> slow_node event;
@@ -24,20 +25,21 @@
 # the break-even remaining time: the restart cost measured in the migrate
 # runs (two resizes per swap) over 1 - 1/ratio.
 #
-#   bench/ft/slow.sh [--reps 5] [--percent 2] [--throttle-after 2]
-#                    [--iters 1200] [--nx 800] [--ny 600]
+#   bench/ft/slow.sh [--reps 5] [--percent 2] [--throttle-after 1]
+#                    [--iters 1600] [--loaded-iters 4000] [--nx 800] [--ny 600]
 set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${DYNRES_BUILD:-$SRC/build}
 BIN=$BUILD/bin
 export PATH=$BIN:$SRC/share/dynres:$PATH
-REPS=5 PCT=2 AFTER=2 ITERS=1200 NX=800 NY=600
+REPS=5 PCT=2 AFTER=1 ITERS=1600 LITERS=4000 NX=800 NY=600
 while (($#)); do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
     --percent) PCT=$2; shift 2 ;;
     --throttle-after) AFTER=$2; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
+    --loaded-iters) LITERS=$2; shift 2 ;;
     --nx) NX=$2; shift 2 ;;
     --ny) NY=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
@@ -45,7 +47,7 @@ while (($#)); do
   esac
 done
 die() { echo "slow.sh: $*" >&2; exit 1; }
-for v in REPS PCT ITERS NX NY; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+for v in REPS PCT ITERS LITERS NX NY; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
 [[ $AFTER =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--throttle-after must be seconds"
 LIB=$BUILD/lib/libmjprof.so
 [[ -x $BIN/heat && -f $LIB ]] || die "heat and libmjprof.so must be built"
@@ -77,8 +79,11 @@ q() { sqlite3 -cmd '.timeout 5000' "$1/state.db" "$2"; }
 ARGS="--nx $NX --ny $NY --iters $ITERS -q"
 # shellcheck disable=SC2086
 ref=$(heat $ARGS --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
+# shellcheck disable=SC2086
+lref=$(heat $ARGS --iters "$LITERS" --no-icheck | sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p')
 echo "# slow.sh: heat $ARGS on 3 of 4 nodes; throttle n2 to $PCT % of one core ${AFTER} s after heat registered;" \
-  "$REPS reps; load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+  "loaded runs: $LITERS iterations beside stress-ng --cpu 2 (nice 19); $REPS reps;" \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 printf '%-8s %4s %10s %9s %11s %7s %5s %s\n' mode rep runtime_s detect_s break_even_s cost_s migr checksum
 declare -A RT DT BE CO
 NP=0 NL=0  # migrations in the unthrottled runs, without and with load
@@ -89,12 +94,14 @@ for rep in $(seq "$REPS"); do
     W=$C/work; mkdir -p "$W"
     printf '%s\n' '#!/bin/bash' '#SBATCH --malleable' '#SBATCH --min-nodes 1' '#SBATCH --max-nodes 3' \
       "exec mpiexec -f \"\$MJ_NODEFILE\" -n \"\$MJ_JOB_NUM_NODES\" env LD_PRELOAD=$LIB MJPROF_INTERVAL=0.3 \\" \
-      "  $BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml $ARGS" >"$W/job.sh"
+      "  $BIN/heat --malleable --app heat-\$MJ_JOB_ID --no-persist --config $C/icheck.yaml $ARGS \"\$@\"" >"$W/job.sh"
+    more=()
+    [[ $mode == loaded ]] && more=(--iters "$LITERS")
     if [[ $mode == loaded ]]; then
       nice -n 19 stress-ng --cpu 2 -q &
       SP=$!
     fi
-    id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh) || die "mjsub failed"
+    id=$(cd "$W" && DYNRES_HOME=$C mjsub --parsable -N 3 -t 30 -o "$W/heat-%j.out" job.sh "${more[@]}") || die "mjsub failed"
     for _ in $(seq 600); do [[ $(q "$C" "SELECT phase FROM mj_jobs WHERE job_id=$id") == accepting ]] && break; sleep 0.1; done
     t0=""
     if [[ $mode == stay || $mode == migrate ]]; then
@@ -111,7 +118,9 @@ for rep in $(seq "$REPS"); do
     if [[ -n $SP ]]; then kill "$SP"; wait "$SP" 2>/dev/null; SP=""; fi
     rt=$(q "$C" "SELECT printf('%.2f', end_time - start_time) FROM jobs WHERE id=$id")
     ck=$(sed -n 's/^heat: checksum=\([0-9a-f]*\).*/\1/p' "$W/heat-$id.out" | tail -1)
-    [[ $ck == "$ref" ]] && ck=ok || ck="BAD($ck) state=$s"
+    want=$ref
+    [[ $mode == loaded ]] && want=$lref
+    [[ $ck == "$want" ]] && ck=ok || ck="BAD($ck) state=$s"
     ds=$(q "$C" "SELECT MIN(time) FROM events WHERE job_id=$id AND kind='slow_node'")
     dt=-
     [[ -n $t0 && -n $ds ]] && dt=$(awk -v a="$t0" -v b="$ds" 'BEGIN { printf "%.2f", b - a }')
