@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 35
 # ctest-processors: 2
 # t0020-docs-readme-esp-run.sh — the README's main command as a newcomer runs it: the esp-run line of the
 # README's "The two commands" block, exactly as written, from the repository

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-cost: 40
 # A small run of the scheduler's fault-injection campaign
 # (bench/sched/fault_campaign.sh runs the full 200-job one): mjsched SIGKILLed
 # and rebooted at random moments, supervisors SIGKILLed, jobs cancelled,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-cost: 25
 # An MPI job resized by checkpoint-restart through iCheck
 # ([John24 §7.4.4]): heat --malleable in the job script
 # share/dynres/examples/heat/heat-malleable.sh, one MPI rank per node, on a

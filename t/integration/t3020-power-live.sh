@@ -40,6 +40,11 @@ wait_for 10 "draw inside [1500, 2500] W" eval '(( $(draw | cut -d. -f1) >= 1500 
 # still outstanding may count one more violation after the first reading)
 wait_for 10 "no resize order outstanding" eval \
   '[[ $(sq "$C" "SELECT COUNT(*) FROM resize_orders WHERE state IN ('"'sent','begun'"')") == 0 ]]'
+# ... and the scheduler recorded their commits as a sample (on its next pass):
+# until then the series ends at the corridor change, where the episode above
+# the new bound has lasted 0 s and is not counted yet
+last_sample() { sq "$C" "SELECT CAST(SUM(watts) AS INTEGER) FROM power_samples WHERE source='modelled' AND time=(SELECT MAX(time) FROM power_samples WHERE source='modelled')"; }
+wait_for 10 "the last modelled sample inside [1500, 2500] W" eval '(( $(last_sample) >= 1500 && $(last_sample) <= 2500 ))'
 t_run pcorridor show --json
 viol=$(printf '%s' "$T_OUT" | perl -MJSON::PP -0777 -ne 'print decode_json($_)->{violations}{count}')
 assert_match '^[1-9][0-9]*$' "$viol" "the violations before each correction are counted ($viol)"

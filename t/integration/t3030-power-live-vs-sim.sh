@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # Power live vs simulated: a reduced §9.2.3 experiment -- one
 # malleable Pi job (125 W/node, 1-16 nodes), the corridor changed at run time
 # by `pcorridor set` from a script standing for cron (100-600 -> 700-1200 ->

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # An MPI job resized by checkpoint-restart inside a real (outer) Slurm
 # allocation: the outer Slurm confirms
 # that the relaunched steps ran on the job's new nodes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 60
 # A node of the outer Slurm fails under a malleable MPI job of a dynres
 # cluster inside an allocation: the job continues shrunk, and the outer
 # Slurm runs its new steps on the surviving nodes.

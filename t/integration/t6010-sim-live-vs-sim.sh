@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 60
 # Live vs simulated: the first 20 ESP jobs on 8 virtual nodes, time-scaled,
 # run live through mjsched (share/dynres/esp submits them with mjsub, each
 # runs esp-app) and through mjsim with the same policy, order and scale. The

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 80
 # Live vs simulated with malleable jobs: the first 20
 # ESP jobs, all malleable, on 8 virtual nodes, time-scaled, run live through
 # mjsched with perf and with fpsma (esp --malleable-fraction 1: esp-app

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 30
 # A malleable job keeps running when one of its nodes is lost, and moves off
 # a drained node (drain by evacuation). 6-node local cluster with node agents:
 #  1. nqueens (N = 14, a coordinator and one worker per node, in place) on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # ctest-processors: 2
 # No false DOWNs under load, the shortened form of bench/ft/false_down.sh
 # (600 s there): a 3-node local cluster with node agents and a 3 s node

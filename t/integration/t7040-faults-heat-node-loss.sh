@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # heat with iCheck keeps running when a node of its job is lost: it runs again
 # on the remaining nodes from its last checkpoint [John24 §7.4.4]. Local
 # cluster of 4 compute nodes and 1 iCheck node (n5), node agents:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 25
 # Fault matrix with heat + iCheck on a local cluster of 6 compute nodes and
 # one iCheck node (n7), node agents; two heat jobs A on n[1-2] and B on
 # n[3-4], a commit every 20 iterations:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 45
 # Fault matrix, the moments around a resize, on a local cluster of 5 compute
 # nodes and one iCheck node (n6), node agents, policy fpsma (time-scaled):
 #  1. failure during a checkpoint commit: heat commits after every iteration

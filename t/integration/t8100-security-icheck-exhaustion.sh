@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 20
 # The iCheck controller under a hostile ordinary user, over TCP with the real
 # munged, with two throw-away users created here (removed afterwards): the
 # attacker A and another user B.
