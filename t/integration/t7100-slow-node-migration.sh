@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-cost: 35
 # Migration off a slow node [HoG14 §5.5]: heat --malleable (iCheck, one MPI
 # rank per node, each carrying its own MJ_NODE through mjstepd's node launcher
 # mj-node-exec, libmjprof reporting every 0.3 s) on 3

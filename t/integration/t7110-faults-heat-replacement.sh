@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ctest-processors: 2
+# ctest-cost: 25
 # heat with iCheck that loses a node while a node is idle keeps its size: it
 # runs again on the remaining nodes from its last checkpoint [John24 §7.4.4],
 # then expands onto the idle node kept for it meanwhile (the lost node's
