@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# ctest-processors: 2
 # ctest-cost: 25
 # heat with iCheck that loses a node while a node is idle keeps its size: it
 # runs again on the remaining nodes from its last checkpoint [John24 §7.4.4],
