@@ -135,7 +135,7 @@ for rep in $(seq "$REPS"); do
     RT[$mode]+="$rt "
     [[ $dt != - ]] && DT[$mode]+="$dt "
     [[ -n $be ]] && BE[$mode]+="$be "
-    [[ -n $co ]] && CO[$mode]+="$co "
+    [[ -n $co && $nm -gt 0 ]] && CO[$mode]+="$co "  # the pause of a migration: runs without one have none
   done
 done
 med() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
