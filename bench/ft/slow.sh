@@ -61,6 +61,7 @@ cleanup() {
     for n in n1 n2 n3 n4; do vcluster-throttle --dir "$TOP/$c" --release "$n" >/dev/null 2>&1; done
     vcluster-down --dir "$TOP/$c" >/dev/null 2>&1
   done
+  rm -rf "$TOP"
 }
 trap cleanup EXIT
 boot() {  # DIR ENABLED
