@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest-processors: 2
+# ctest-cost: 25
 # heat with iCheck that loses a node while a node is idle keeps its size: it
 # runs again on the remaining nodes from its last checkpoint [John24 §7.4.4],
 # then expands onto the idle node kept for it meanwhile (the lost node's
@@ -7,9 +7,14 @@
 #  1. heat-malleable.sh on n[1-3] (a commit every 20 iterations), n4 idle;
 #     vcluster-fail n3: n3 DOWN, a restart order away from n3 and a
 #     'replace' event (lost=n3 with=n4) in the same pass;
-#  2. mjsched is killed (-9) right then and started again: the replacement
-#     is in the state file, the new mjsched keeps n4 for the job and, once
-#     the restart committed, expands it onto n4 ('replace_expand');
+#  2. mjsched is killed (-9) right then and started again while the job's
+#     supervisor (mjstepd) is stopped, so that it has not relaunched the job
+#     yet (on a loaded machine it is that slow: the new mjsched rolled the
+#     restart back and the supervisor relaunched the job on the lost node,
+#     "no expand onto n4"): the restart away from the down node is committed
+#     on the job's behalf, the replacement is in the state file, the new
+#     mjsched keeps n4 for the job and, once the supervisor (continued)
+#     relaunched it, expands it onto n4 ('replace_expand');
 #  3. the job ends COMPLETED on n[1-2,4] — 3 nodes, as it started — with the
 #     fixed-size checksum, never requeued; allocations stay disjoint.
 # About 25 s.
@@ -37,6 +42,11 @@ ev() { sq "$C" "SELECT COUNT(*) FROM events WHERE job_id=$J AND kind='$1'"; }
 # have taken the job's restart commit (the job's relaunch and restore take
 # longer than a slice), so the kill below falls between the two orders
 SP=$(sched_pid "$C")
+SUP=$(job_col "$C" "$J" supervisor_pid)
+[[ $SUP =~ ^[0-9]+$ ]] || t_fatal "job $J has no supervisor pid ($SUP)"
+cont_sup() { kill -CONT "$SUP" 2>/dev/null; return 0; }
+t_on_exit cont_sup
+kill -STOP "$SUP"
 t_run vcluster-fail n3
 assert_eq 0 "$T_RC" "vcluster-fail n3 ($T_ERR)"
 for _ in $(seq 150); do
@@ -57,6 +67,12 @@ assert_eq 1 "$(sq "$C" "SELECT COUNT(*) FROM expand_after WHERE job_id=$J AND no
 rm -f "$C/mjsched.sock" "$C/mjsched.pid"
 mjsched --home "$C" --daemon || t_fatal "mjsched did not start again: $(tail -3 "$C/mjsched.log")"
 wait_for 10 "mjsched back" eval '[[ -S $C/mjsched.sock && -n $(sched_pid "$C") ]]' || t_fatal "no mjsched"
+restart_order() { sq "$C" "SELECT state, relaunched FROM resize_orders WHERE job_id=$J AND restart=1 ORDER BY id DESC LIMIT 1" | tr '|' ' '; }
+settled() { [[ $(restart_order) != "begun 0" ]]; }
+wait_for 10 "the new mjsched settles the restart order" settled
+assert_eq "committed 0" "$(restart_order)" \
+  "the restart away from the down n3, not yet relaunched, is committed on the job's behalf"
+kill -CONT "$SUP"
 expanded() { [[ $(ev replace_expand) -ge 1 ]]; }
 wait_for 60 "the expand onto n4" expanded || t_fatal "no expand onto n4; $(grep -E 'n4|replace' "$C/mjsched.log" | tail -5)"
 assert_match '^node=n4 order=[0-9]+$' "$(sq "$C" "SELECT detail FROM events WHERE job_id=$J AND kind='replace_expand'")" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest-processors: 4
+# ctest-cost: 30
 # The cooldown of a migration off a slow node survives a kill -9 of mjsched
 # [HoG14 §5.5]: heat --malleable (iCheck, one MPI rank per node, libmjprof
 # reporting every 0.3 s) on 3 of the 4 compute nodes of a local cluster,

@@ -52,9 +52,16 @@ std::map<int, double> ratios(const PerfWindow& w, const std::set<int>& held) {
   if (share.size() >= 2) {
     const double m = median(all_share);
     for (auto& [node, vals] : share) {
-      const double v = median(vals);
-      // a median of 0 (every other rank only waited): any computing node is slow
-      out[node] = m > 0 ? v / m : (v > 0 ? inf : 0);
+      // The job's ranks wait for the node's excess over the median (its
+      // ranks' compute beyond the job's typical rank, a share of the common
+      // iteration time): the job's iteration time over the one it would have
+      // without that excess. Not the shares' quotient: in a message-bound
+      // job (shares of a few %) a rank with a little extra work outside MPI
+      // (rank 0 talking to the scheduler and iCheck, its time in a loaded
+      // machine's run queues) has twice the median share and slows the job
+      // by a few %.
+      const double excess = median(vals) - m;
+      out[node] = excess >= 1 ? inf : 1 / (1 - std::max(0.0, excess));
     }
   }
   if (avail.size() >= 2) {

@@ -64,6 +64,15 @@ json order_json(const resize::Order& o, int from, int to) {
   return {{"op", "mj_order"},    {"order", o.id}, {"kind", resize::to_string(o.kind)}, {"nodes", o.nodes},
           {"count", o.count},    {"from", from},  {"to", to},                          {"deadline", o.deadline}};
 }
+/// A restart-based shrink begun away from nodes that are all down: what
+/// ResizeServer::restart_away orders after a node loss.
+bool away_from_down_nodes(State& st, const resize::OrderRecord& r) {
+  if (!r.restart || r.state != "begun" || r.order.kind != resize::Kind::shrink || r.order.nodes.empty()) return false;
+  std::set<std::string> down;
+  for (auto& n : st.nodes())
+    if (n.state == "down") down.insert(n.name);
+  return std::all_of(r.order.nodes.begin(), r.order.nodes.end(), [&](auto& n) { return down.count(n) != 0; });
+}
 int size_after(const resize::Order& o, int from) {
   int k = o.kind == resize::Kind::expand ? static_cast<int>(o.nodes.size())
                                          : (o.count > 0 ? o.count : static_cast<int>(o.nodes.size()));
@@ -99,9 +108,12 @@ void ResizeServer::load(State& st, double now) {
 
 bool ResizeServer::settle_unacknowledged(State& st, const resize::Order& o, const std::string& reason, double now) {
   const std::string what = "job " + std::to_string(o.job) + ": " + resize::to_string(o.kind) + " order " + std::to_string(o.id);
-  if (resize::record_rollback(st, o.id, reason, now, /*unless_relaunched=*/true)) return false;
+  auto before = resize::order(st, o.id);
+  const bool lost = before && away_from_down_nodes(st, *before);
+  if (!lost && resize::record_rollback(st, o.id, reason, now, /*unless_relaunched=*/true)) return false;
   auto rec = resize::order(st, o.id);
-  if (!rec || !resize::relaunched_on_new_nodes(*rec) || (rec->state != "sent" && rec->state != "begun")) return false;
+  if (!rec || !(lost || resize::relaunched_on_new_nodes(*rec)) || (rec->state != "sent" && rec->state != "begun"))
+    return false;
   resize::Commit cm{rec->order, rec->order.kind == resize::Kind::shrink ? rec->order.nodes : std::vector<std::string>{},
                     now - rec->order.sent};
   if (!resize::commit(st, cm, now)) {
@@ -112,7 +124,8 @@ bool ResizeServer::settle_unacknowledged(State& st, const resize::Order& o, cons
   book_.adopt(o.job, rec->order);
   last_resize_[o.job] = now;
   log_(what + " committed on the job's behalf (" + reason +
-       "; the supervisor had already relaunched the job on the new node list)");
+       (lost ? "; its nodes are down: the supervisor relaunches the job on the rest)"
+             : "; the supervisor had already relaunched the job on the new node list)"));
   return true;
 }
 

@@ -152,9 +152,12 @@ class ResizeServer {
   resize::Peer peer(const Conn& c) const { return {c.uid, c.job, c.secret}; }
   /// Settle an order its job did not commit in time (deadline passed, or the
   /// scheduler restarted): rolled back, unless the supervisor already
-  /// relaunched a restart-based order on its new node list; that one is
-  /// committed on the job's behalf (the job's processes run there now) and
-  /// the job's later commit is acknowledged. Returns true when committed.
+  /// relaunched a restart-based order on its new node list, or the order is
+  /// a restart away from nodes that are all down (begun on the job's behalf
+  /// after a node loss: its processes died with the node, and its
+  /// supervisor relaunches it whatever the order's state, on the lost node
+  /// after a rollback); that one is committed on the job's behalf and the
+  /// job's later commit is acknowledged. Returns true when committed.
   /// The Book must no longer hold it as pending for a rollback to stick
   /// (callers drop it first: expire(), rollback(), or a fresh load()).
   bool settle_unacknowledged(State& st, const resize::Order& o, const std::string& reason, double now);

@@ -96,6 +96,21 @@ TEST_CASE("RAPL: AMD zones are recognised; delta arithmetic") {
   CHECK(rapl_delta_uj(UINT64_MAX - 1, 3, UINT64_MAX) == 4);  // no overflow at the top
   CHECK_THROWS_AS(rapl_delta_uj(101, 5, 100), RaplError);
   CHECK_THROWS_AS(rapl_delta_uj(1, 5, 0), RaplError);
+  CHECK(rapl_delta_uj(42, 42, 100) == 0);  // an idle counter did not wrap
+  CHECK(rapl_delta_uj(0, 100, 100) == 100);
+}
+
+TEST_CASE("RAPL: a counter whose range changed between the readings is skipped, not differenced") {
+  Tree t;
+  t.zone("intel-rapl:0", "package-0", "1000", "100000000");
+  t.zone("intel-rapl:1", "package-1", "1000", "100000000");
+  auto a = rapl_read(t.root, 10);
+  t.put("intel-rapl:0/energy_uj", "2001000");    // +2 J in 1 s
+  t.zone("intel-rapl:1", "package-1", "500", "200000000");  // another counter now (hotplug, driver reload)
+  auto p = rapl_power(a, rapl_read(t.root, 11));
+  CHECK(p.watts == Approx(2.0));
+  REQUIRE(p.skipped.size() == 1);
+  CHECK_THAT(p.skipped[0], Catch::Contains("intel-rapl:1: max_energy_range_uj changed"));
 }
 
 TEST_CASE("Modelled draw: hints, history of the same name and size, default") {
@@ -105,6 +120,9 @@ TEST_CASE("Modelled draw: hints, history of the same name and size, default") {
   CHECK(d.source == "hint");
   CHECK(d.min_watts == 150);
   CHECK(d.max_watts == 200);
+  d = job_draw(300.0, 120.0, "heat", 4, h, m);  // given the wrong way round: still a range
+  CHECK(d.min_watts == 120);
+  CHECK(d.max_watts == 300);
   d = job_draw(std::nullopt, 180.0, "x", 1, h, m);
   CHECK(d.min_watts == 180);
   CHECK(d.max_watts == 180);
@@ -129,6 +147,8 @@ TEST_CASE("power: section of dynres.yaml") {
   t.put("c.yaml", "power:\n  idle_watts: -1\n");
   CHECK_THROWS_WITH(load_power_model((t.root / "c.yaml").string()), Catch::Contains("power.idle_watts must be >= 0"));
   CHECK(load_power_model((t.root / "missing.yaml").string()).idle_watts == 71);
+  t.put("f.yaml", "power:\n  idle_watts: 310\n  node_max_watts: 300\n");
+  CHECK_THROWS_WITH(load_power_model((t.root / "f.yaml").string()), Catch::Contains("idle_watts must not exceed power.node_max_watts"));
   CHECK_FALSE(m.record_samples);
   t.put("d.yaml", "power:\n  record_samples: true\n");
   CHECK(load_power_model((t.root / "d.yaml").string()).record_samples);

@@ -9,10 +9,16 @@
 // caller adds them up per rank over windows of equal length. In a
 // bulk-synchronous job every rank completes the same iterations in a window,
 // paced by the slowest one, so a rank's compute share (compute / (compute +
-// MPI)) is its iteration time without waiting over the common iteration
-// period: comparing the shares of the ranks compares their iteration times.
-// A slow node's ranks compute all the time while the others wait for them
-// ([HoG14]'s "all waiting for one"). A node that is slow because it gives
+// MPI)) is its iteration time without waiting, over the common iteration
+// period. A slow node's ranks compute while the others wait for them
+// ([HoG14]'s "all waiting for one"): the others wait for the node's share
+// beyond the job's median, so the job's iteration time is 1 / (1 - excess)
+// times the one it would have if the node kept the median pace. That
+// quotient, not the shares' own, is compared: in a message-bound job (shares
+// of a few %) rank 0's time blocked outside MPI (its talks to the scheduler
+// and iCheck, longer on a loaded machine) doubles its share and costs the
+// job a few % (measured: shares' quotient 1.7-2.4, iteration time 1.05-1.2
+// beside two busy processes). A node that is slow because it gives
 // the rank less CPU (other work, a CPU quota) is seen by the compute share
 // only when the rank is held off while computing: held off inside an MPI
 // call (a spinning wait or a short message-bound iteration) it looks like a
@@ -126,9 +132,11 @@ double break_even(double ratio, double after, double cost);
 ///    median is over all its ranks (ranks reporting a node the job does not
 ///    hold, or no value, are ignored); a measure with fewer than 2 nodes
 ///    with values in a window has no comparison in it. A node's ratio in a
-///    window is the larger of its compute share over the job's median and
-///    the job's median availability over its own (the iteration time it
-///    implies over the job's). A node is slow in a window when its ratio >
+///    window is the larger of 1 / (1 - (its compute share - the job's
+///    median share)) (the job's iteration time over the one without the
+///    node's excess; +inf when the excess is 1) and the job's median
+///    availability over its own (the iteration time it implies over the
+///    job's). A node is slow in a window when its ratio >
 ///    factor; a window without data for the node neither
 ///    counts nor breaks its streak; one in which it is not slow does. Slow
 ///    when the streak reaches `windows`.
