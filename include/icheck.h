@@ -130,6 +130,12 @@ int64_t icheck_version(void);
 /** "rdma" when agents are used, "direct" in file fallback mode, "none" before init. */
 const char* icheck_mode(void);
 
+/** Why the last call of this process that failed did so, in words (e.g. the
+ *  controller's reason for refusing a registration); "" when none has. Every
+ *  rank of a job learns a refused icheck_init's reason, so any rank can print
+ *  it. Valid until the next icheck_* call. */
+const char* icheck_last_error(void);
+
 /* ---- Data redistribution ([John24 §7.4.1]; malleability by restart, §7.4.4)
  *
  * A checkpoint committed by N processes can be restored by M processes.

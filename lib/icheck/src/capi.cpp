@@ -150,6 +150,7 @@ int icheck_finalize(int flags) {
 }
 int64_t icheck_version(void) { return client().version(); }
 const char* icheck_mode(void) { return client().mode(); }
+const char* icheck_last_error(void) { return client().last_error(); }
 const char* icheck_strerror(int err) {
   switch (err) {
     case ICHECK_OK: return "success";

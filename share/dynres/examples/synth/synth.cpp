@@ -452,7 +452,9 @@ icheck_type ichk_type(const std::string& t) {
 
 void check_ic(const Par& p, int rc, const char* what) {
   if (rc == ICHECK_OK) return;
-  std::fprintf(stderr, "synth: rank %d: %s failed: %s (%d)\n", p.rank, what, icheck_strerror(rc), rc);
+  const char* why = icheck_last_error();
+  std::fprintf(stderr, "synth: rank %d: %s failed: %s (%d)%s%s\n", p.rank, what, icheck_strerror(rc), rc, *why ? ": " : "",
+               why);
   die(p, 1);
 }
 #endif
