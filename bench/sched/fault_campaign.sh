@@ -184,6 +184,10 @@ echo "campaign: elapsed_s=$(( $(date +%s) - start )) jobs=$submitted refused=$re
      "resizes=$resizes lost=$lost twice=$twice never_recorded_start=$never misreported=$mis held=$held leftover=$leftover"
 if ((FULL)); then
   rm -f "$C/filler"
-  echo "campaign: refused submissions while the disk was full: $refused (first error: $(head -1 "$DIR/submit.err"))"
+  # refusals for the full disk apart from those of an mjsched killed mid-request
+  # (a kill can land before, during or after the disk is full)
+  full=$(grep -c 'disk is full' "$DIR/submit.err" || true)
+  first=$(grep -m1 'disk is full' "$DIR/submit.err" || head -1 "$DIR/submit.err")
+  echo "campaign: refused submissions while the disk was full: $full (first error: $first); other refusals: $((refused - full))"
 fi
 ((lost == 0 && twice == 0 && never == 0 && mis == 0 && held == 0 && leftover == 0))
