@@ -93,6 +93,27 @@ std::vector<Lent> lent_nodes(State& st) {
   return v;
 }
 
+/// The lent nodes a controller's request names (json array of node names,
+/// already checked by bad_node_list), read inside the caller's write
+/// transaction: each, once, in request order, or the first refusal that
+/// `why_not(name, record or nullptr)` gives (then nothing is selected).
+template <class WhyNot>
+std::string select_lent(State& st, const json& nodes, WhyNot why_not, std::vector<Lent>& out) {
+  std::map<std::string, Lent> lent;
+  for (auto& l : lent_nodes(st)) lent[l.name] = l;
+  out.clear();
+  for (const auto& n : nodes) {
+    const std::string name = n;
+    auto it = lent.find(name);
+    if (std::string why = why_not(name, it == lent.end() ? nullptr : &it->second); !why.empty()) {
+      out.clear();
+      return why;
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const Lent& l) { return l.name == name; })) out.push_back(it->second);
+  }
+  return "";
+}
+
 int64_t next_change(State& st) {
   Stmt s(st.db(), "SELECT next_change FROM icheck_link WHERE id = 1");
   int64_t c = s.step() ? s.i64(0) : 1;
@@ -228,19 +249,14 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     std::string bad;
     std::vector<std::string> names;
     st.db().write_tx([&] {
-      std::map<std::string, Lent> lent;
-      for (auto& l : lent_nodes(st)) lent[l.name] = l;
-      for (const auto& n : nodes) {
-        const std::string name = n;
-        auto it = lent.find(name);
-        if (it == lent.end() || it->second.state != "held") {
-          bad = "ic_release: node " + name + (it == lent.end() ? " is not lent to iCheck"
-                                                               : " is " + it->second.state + ", not held (its exchange decides)");
-          return;  // nothing written
-        }
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-      }
-      for (const auto& name : names) back_to_pool(st, lent[name].node_id, name, now);
+      std::vector<Lent> sel;
+      bad = select_lent(st, nodes, [](const std::string& name, const Lent* l) -> std::string {
+        if (!l) return "ic_release: node " + name + " is not lent to iCheck";
+        if (l->state != "held") return "ic_release: node " + name + " is " + l->state + ", not held (its exchange decides)";
+        return "";
+      }, sel);
+      if (!bad.empty()) return;  // nothing written
+      for (const auto& l : sel) back_to_pool(st, l.node_id, l.name, now), names.push_back(l.name);
       st.event(now, 0, "icheck_node_released", join(names));
     });
     if (!bad.empty()) return refuse(bad);
@@ -326,20 +342,17 @@ json IcheckServer::serve(State& st, uint32_t peer_uid, const json& m, double now
     std::string bad;
     std::vector<std::string> names;
     st.db().write_tx([&] {
-      std::map<std::string, Lent> lent;
-      for (auto& l : lent_nodes(st)) lent[l.name] = l;
-      for (const auto& n : nodes) {
-        const std::string name = n;
-        auto it = lent.find(name);
-        if (it == lent.end() || it->second.state != want || it->second.change != change) {
-          bad = "ic_response: node " + name + " is not in " + kind + " change " + std::to_string(change) +
-                (it == lent.end() ? " (iCheck does not hold it)" : " (it is " + it->second.state + ")");
-          return;  // nothing written
-        }
+      std::vector<Lent> sel;
+      bad = select_lent(st, nodes, [&](const std::string& name, const Lent* l) -> std::string {
+        if (l && l->state == want && l->change == change) return "";
+        return "ic_response: node " + name + " is not in " + kind + " change " + std::to_string(change) +
+               (!l ? " (iCheck does not hold it)" : " (it is " + l->state + ")");
+      }, sel);
+      if (!bad.empty()) return;  // nothing written
+      for (const auto& l : sel) {
+        const std::string& name = l.name;
         names.push_back(name);
-      }
-      for (const auto& name : names) {
-        const int64_t id = lent[name].node_id;
+        const int64_t id = l.node_id;
         if (kind == "NEW_NODES" && ok) {
           Stmt u(st.db(), "UPDATE icheck_lent SET state = 'held', since = ? WHERE node_id = ?");
           u.bind(1, now).bind(2, id).run();
